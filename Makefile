@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# metaroce top-level Makefile.
+#
+#   make            build the kernel module and the rdma-core provider
+#   make check      install what is needed, build, run every test
+#   make demo       boot the test bed and show RDMA across a lossy link
+#   make install    install the module (and point ld.so at the provider)
+#
+# KDIR: kernel build tree.  Default: the running kernel's, if it exists,
+# else the newest installed Debian linux-headers-*-amd64 (the test-bed
+# kernel).
+
+MOD_DIR     := $(CURDIR)/drivers/infiniband/sw/metaroce
+KVER_TESTBED = $(shell ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sed 's|.*/linux-headers-||' | sort -V | tail -n 1)
+ifneq ($(wildcard /lib/modules/$(shell uname -r)/build/Makefile),)
+KDIR ?= /lib/modules/$(shell uname -r)/build
+else
+KDIR ?= /usr/src/linux-headers-$(KVER_TESTBED)
+endif
+METAROCE_CACHE ?= /var/cache/metaroce
+export METAROCE_CACHE
+
+KBUILD_ARGS := -C $(KDIR) M=$(MOD_DIR) CONFIG_RDMA_METAROCE=m
+
+.PHONY: all module provider deps check kunit vmtest lint demo bench install clean
+
+all: module provider
+
+module:
+	$(MAKE) $(KBUILD_ARGS) W=1 modules
+
+provider:
+	scripts/build-rdma-core
+
+deps:
+	scripts/deps base vm rdma-core kunit
+
+# make check: every stage runs, the summary counts them all
+check:
+	scripts/check
+
+kunit:
+	scripts/kunit
+
+vmtest: module provider
+	tests/run-vm-tests
+
+lint:
+	scripts/lint
+
+demo:
+	scripts/deps base vm
+	$(MAKE) module
+	scripts/build-rdma-core
+	scripts/vm-run --timeout 600 tests/demo.sh
+
+install: module
+	$(MAKE) $(KBUILD_ARGS) INSTALL_MOD_DIR=updates modules_install
+	depmod -a $(notdir $(patsubst %/build,%,$(KDIR)))
+	@if [ -d $(METAROCE_CACHE)/rdma-core-56.1/prefix ]; then \
+		d=$$(ls -d $(METAROCE_CACHE)/rdma-core-56.1/prefix/lib/x86_64-linux-gnu $(METAROCE_CACHE)/rdma-core-56.1/prefix/lib 2>/dev/null | head -n 1); \
+		echo "$$d" > /etc/ld.so.conf.d/000-metaroce.conf && ldconfig && \
+		echo "libibverbs with the metaroce provider: $$d"; \
+	else echo "run 'make provider' first for the userspace provider"; fi
+
+clean:
+	$(MAKE) $(KBUILD_ARGS) clean

@@ -1,0 +1,505 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Sender scoreboard: per-PSN state, SACK processing, RACK-TLP loss
+ * detection and the retransmission timeout.
+ *
+ * Loss detection follows RACK (RFC 8985) with time instead of duplicate
+ * ACK counting.  A PSN is lost when it is not delivered, was (re)sent
+ * before the most recently sent PSN known delivered (earlier xmit_ts, or
+ * the same xmit_ts and a lower PSN: one READ request covers several PSNs
+ * sent at once, and the responder answers them in order) and has waited
+ * rack_rtt + reo_wnd since that transmission.  Reordering shorter than
+ * reo_wnd therefore costs no retransmission, and a lost retransmission is
+ * found the same way as a lost original.
+ *
+ * reo_wnd = max(min_rtt / 4 x reo_steps, reo_wnd_min), at most
+ * max(srtt, reo_wnd_min).  A delivery of a retransmitted PSN less than
+ * min_rtt after the retransmission means the original arrived: the
+ * retransmission was spurious, reo_steps grows (up to MRC_REO_STEPS_MAX)
+ * and falls back to 1 after MRC_REO_PERSIST recoveries without one.  Such
+ * a delivery is not used for RACK either (its timing is ambiguous).
+ *
+ * READ and atomic requests (NEED_RESP) are delivered by their responses.
+ * Once an ACK shows the request arrived (REQ_SEEN) such a PSN is judged
+ * against the latest response only, because a large READ streams its
+ * responses for longer than one RTT after later requests were ACKed.
+ *
+ * Timers, all on the caller's u32 microsecond clock:
+ * - RACK reordering timer: when a PSN sent before the RACK reference has
+ *   waited rack_rtt + reo_wnd.
+ * - Tail-loss probe: max(2 srtt, tlp_min) after the later of the last
+ *   send and the last progress, while no probe is out, no PSN awaits a
+ *   retransmission and an RTT sample exists.
+ * - RTO: mrc_rtt_rto() after the later of the oldest outstanding PSN's
+ *   transmission and the last progress (responses to a long READ keep
+ *   it from expiring while they stream in).
+ * Progress is an ACK or response that delivers a PSN; it resets the
+ * consecutive timeout count and the backoff.
+ */
+#include <metaroce/mrc_engine.h>
+
+#include "mrc_engine_int.h"
+
+/* a delivered PSN that may become the RACK reference */
+struct mrc_rack_cand {
+	u32 ts;
+	u32 psn;
+	bool valid;
+};
+
+static struct mrc_tx_slot *mrc_tx_slot_rw(struct mrc_tx *tx, u32 psn)
+{
+	return &tx->slots[psn & (tx->nslots - 1)];
+}
+
+static u32 mrc_time_later(u32 a, u32 b)
+{
+	return mrc_time_before(a, b) ? b : a;
+}
+
+/* (ts, psn) was sent after (rts, rpsn) */
+static bool mrc_rack_after(u32 ts, u32 psn, u32 rts, u32 rpsn)
+{
+	return mrc_time_before(rts, ts) || (ts == rts && mrc_psn_lt(rpsn, psn));
+}
+
+static void mrc_tx_update_reo_wnd(struct mrc_tx *tx)
+{
+	u64 w = (u64)(tx->rtt.min_rtt / 4) * tx->reo_steps;
+	u32 cap = tx->rtt.srtt > tx->reo_wnd_min ?
+		  tx->rtt.srtt : tx->reo_wnd_min;
+
+	if (w < tx->reo_wnd_min)
+		w = tx->reo_wnd_min;
+	if (w > cap)
+		w = cap;
+	tx->reo_wnd = (u32)w;
+}
+
+void mrc_tx_init(struct mrc_tx *tx, struct mrc_tx_slot *slots, u32 nslots,
+		 u32 isn, u32 wnd)
+{
+	memset(tx, 0, sizeof(*tx));
+	memset(slots, 0, nslots * sizeof(*slots));
+	tx->slots = slots;
+	tx->nslots = nslots;
+	tx->una = isn;
+	tx->nxt = isn;
+	tx->ack_cum = isn;
+	tx->wnd = wnd < nslots ? wnd : nslots;
+	tx->reo_wnd_min = MRC_REO_WND_MIN_US;
+	tx->reo_wnd = MRC_REO_WND_MIN_US;
+	tx->reo_steps = 1;
+	tx->tlp_min = MRC_TLP_MIN_US;
+	mrc_rtt_init(&tx->rtt, MRC_RTO_INIT_US, MRC_RTO_MIN_US, MRC_RTO_MAX_US);
+}
+
+int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
+		u8 flags)
+{
+	u32 out = mrc_tx_outstanding(tx);
+	struct mrc_tx_slot *s;
+	u32 i;
+
+	if (!n || n > tx->nslots)
+		return -EINVAL;
+
+	if (psn == tx->nxt) {
+		if (flags & ~MRC_TXS_NEED_RESP)
+			return -EINVAL;
+		if (out + n > tx->nslots)
+			return -EINVAL;
+		if (!out)
+			tx->progress_ts = now;	/* first send after idle */
+		for (i = 0; i < n; i++) {
+			s = mrc_tx_slot_rw(tx, psn + i);
+			s->xmit_ts = now;
+			s->entropy = entropy;
+			s->flags = flags;
+			s->xmits = 1;
+		}
+		tx->nxt += n;
+	} else {
+		if (!mrc_psn_in(psn, tx->una, tx->nxt) ||
+		    (u64)(psn - tx->una) + n > out)
+			return -EINVAL;
+		for (i = 0; i < n; i++) {
+			s = mrc_tx_slot_rw(tx, psn + i);
+			if (s->flags & MRC_TXS_ACKED)
+				continue;
+			if (s->flags & MRC_TXS_LOST) {
+				s->flags &= ~MRC_TXS_LOST;
+				tx->lost--;
+			} else {
+				/* a probe, not a RACK repair */
+				s->flags &= ~MRC_TXS_RACK;
+			}
+			s->xmit_ts = now;
+			s->entropy = entropy;
+			if (s->xmits < 255)
+				s->xmits++;
+		}
+	}
+	tx->last_send_ts = now;
+	return 0;
+}
+
+/*
+ * Mark @psn delivered and offer it as RACK reference.  A retransmitted PSN
+ * delivered sooner than min_rtt after its retransmission was delivered by
+ * an earlier copy: its timing is ambiguous (no candidate) and the
+ * retransmission was spurious.  Return: true if that retransmission came
+ * from RACK, i.e. the reordering window was too small.
+ */
+static bool mrc_tx_deliver(struct mrc_tx *tx, u32 psn, u32 now,
+			   struct mrc_rack_cand *c)
+{
+	struct mrc_tx_slot *s = mrc_tx_slot_rw(tx, psn);
+
+	if (s->flags & MRC_TXS_LOST) {
+		s->flags &= ~MRC_TXS_LOST;
+		tx->lost--;
+	}
+	s->flags |= MRC_TXS_ACKED;
+
+	if (s->xmits > 1 && tx->rtt.min_rtt &&
+	    now - s->xmit_ts < tx->rtt.min_rtt) {
+		tx->spurious++;
+		return s->flags & MRC_TXS_RACK;
+	}
+	if (!c->valid || mrc_rack_after(s->xmit_ts, psn, c->ts, c->psn)) {
+		c->ts = s->xmit_ts;
+		c->psn = psn;
+		c->valid = true;
+	}
+	return false;
+}
+
+/* an ACK covers @psn; Return: true if a retransmission proved spurious */
+static bool mrc_tx_ack_one(struct mrc_tx *tx, u32 psn, u32 now,
+			   struct mrc_ack_result *r, struct mrc_rack_cand *c)
+{
+	struct mrc_tx_slot *s = mrc_tx_slot_rw(tx, psn);
+
+	if (s->flags & MRC_TXS_ACKED)
+		return false;
+	if (s->flags & MRC_TXS_NEED_RESP) {
+		s->flags |= MRC_TXS_REQ_SEEN;
+		return false;
+	}
+	r->newly_acked++;
+	return mrc_tx_deliver(tx, psn, now, c);
+}
+
+static void mrc_tx_rack_update(struct mrc_tx *tx, const struct mrc_rack_cand *c,
+			       u32 now)
+{
+	if (!c->valid)
+		return;
+	if (tx->rack_valid &&
+	    !mrc_rack_after(c->ts, c->psn, tx->rack_ts, tx->rack_psn))
+		return;
+	tx->rack_ts = c->ts;
+	tx->rack_psn = c->psn;
+	tx->rack_rtt = now - c->ts;
+	tx->rack_valid = true;
+}
+
+static void mrc_tx_spurious(struct mrc_tx *tx)
+{
+	if (tx->reo_steps < MRC_REO_STEPS_MAX)
+		tx->reo_steps++;
+	tx->reo_recov = 0;
+	mrc_tx_update_reo_wnd(tx);
+}
+
+/* move una over delivered PSNs and account progress */
+static void mrc_tx_finish(struct mrc_tx *tx, u32 una0, u32 now,
+			  struct mrc_ack_result *r)
+{
+	while (tx->una != tx->nxt &&
+	       (mrc_tx_slot(tx, tx->una)->flags & MRC_TXS_ACKED))
+		tx->una++;
+	if (mrc_psn_lt(tx->ack_cum, tx->una))
+		tx->ack_cum = tx->una;
+	r->una_advanced = tx->una != una0;
+	if (r->newly_acked || r->una_advanced) {
+		tx->timeouts = 0;
+		tx->rtt.backoff = 0;
+		tx->progress_ts = now;
+		tx->tlp_out = false;
+	}
+	if (tx->una == tx->nxt) {
+		tx->reo_armed = false;
+		tx->tlp_out = false;
+	}
+}
+
+/*
+ * Work per ACK: the PSNs the cumulative ACK newly covers (tx->ack_cum
+ * remembers how far earlier ACKs got) plus one step per SACK bit set.
+ */
+int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
+	       struct mrc_ack_result *r)
+{
+	struct mrc_rack_cand c = { 0 };
+	u32 una0 = tx->una;
+	bool spurious = false;
+	u32 psn, w, first;
+	u64 bits;
+
+	memset(r, 0, sizeof(*r));
+	if (mrc_psn_lt(tx->nxt, a->cum))
+		return -EINVAL;
+	r->stale = mrc_psn_lt(a->cum, tx->una);
+
+	for (psn = tx->ack_cum; mrc_psn_lt(psn, a->cum); psn++)
+		spurious |= mrc_tx_ack_one(tx, psn, now, r, &c);
+	if (mrc_psn_lt(tx->ack_cum, a->cum))
+		tx->ack_cum = a->cum;
+
+	for (w = 0; w < a->sack_words; w++) {
+		first = a->cum + 1 + 64 * w;
+		/* words wholly at or beyond nxt carry nothing we sent */
+		if (!mrc_psn_lt(first, tx->nxt))
+			break;
+		bits = a->sack[w];
+		while (bits) {
+			psn = first + mrc_ctz64(bits);
+			bits &= bits - 1;
+			if (mrc_psn_in(psn, tx->una, tx->nxt))
+				spurious |= mrc_tx_ack_one(tx, psn, now, r, &c);
+		}
+	}
+
+	if (r->newly_acked && a->ts_valid) {
+		u32 elapsed = now - a->ts_echo;
+
+		if ((s32)elapsed >= 0 && elapsed >= a->delay) {
+			r->rtt_sample = elapsed - a->delay;
+			if (!r->rtt_sample)
+				r->rtt_sample = 1;
+			mrc_rtt_sample(&tx->rtt, r->rtt_sample);
+			mrc_tx_update_reo_wnd(tx);
+		}
+	}
+	if (spurious)
+		mrc_tx_spurious(tx);
+	mrc_tx_rack_update(tx, &c, now);
+	mrc_tx_finish(tx, una0, now, r);
+	return 0;
+}
+
+int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r)
+{
+	struct mrc_rack_cand c = { 0 };
+	struct mrc_tx_slot *s;
+	u32 una0 = tx->una;
+
+	memset(r, 0, sizeof(*r));
+	if (mrc_psn_lt(psn, tx->una))
+		return 1;
+	if (!mrc_psn_in(psn, tx->una, tx->nxt))
+		return -EINVAL;
+	s = mrc_tx_slot_rw(tx, psn);
+	if (!(s->flags & MRC_TXS_NEED_RESP))
+		return -EINVAL;
+	if (s->flags & MRC_TXS_ACKED)
+		return 1;
+
+	s->flags |= MRC_TXS_REQ_SEEN;
+	r->newly_acked = 1;
+	if (mrc_tx_deliver(tx, psn, now, &c))
+		mrc_tx_spurious(tx);
+	if (c.valid && (!tx->rresp_valid ||
+	     mrc_rack_after(c.ts, c.psn, tx->rresp_ts, tx->rresp_psn))) {
+		tx->rresp_ts = c.ts;
+		tx->rresp_psn = c.psn;
+		tx->rresp_rtt = now - c.ts;
+		tx->rresp_valid = true;
+	}
+	mrc_tx_rack_update(tx, &c, now);
+	mrc_tx_finish(tx, una0, now, r);
+	return 0;
+}
+
+/* O(outstanding): every undelivered PSN is compared with its reference */
+u32 mrc_tx_detect_loss(struct mrc_tx *tx, u32 now)
+{
+	u32 psn, rts, rpsn, rrtt, elapsed, due, deadline = 0;
+	struct mrc_tx_slot *s;
+	bool armed = false;
+	u32 n = 0;
+	u64 wait;
+
+	tx->reo_armed = false;
+	if (!tx->rack_valid && !tx->rresp_valid)
+		return 0;
+
+	for (psn = tx->una; psn != tx->nxt; psn++) {
+		s = mrc_tx_slot_rw(tx, psn);
+		if (s->flags & (MRC_TXS_ACKED | MRC_TXS_LOST))
+			continue;
+		if ((s->flags & MRC_TXS_REQ_SEEN) &&
+		    (s->flags & MRC_TXS_NEED_RESP)) {
+			if (!tx->rresp_valid)
+				continue;
+			rts = tx->rresp_ts;
+			rpsn = tx->rresp_psn;
+			rrtt = tx->rresp_rtt;
+		} else {
+			if (!tx->rack_valid)
+				continue;
+			rts = tx->rack_ts;
+			rpsn = tx->rack_psn;
+			rrtt = tx->rack_rtt;
+		}
+		if (!mrc_rack_after(rts, rpsn, s->xmit_ts, psn))
+			continue;
+
+		wait = (u64)rrtt + tx->reo_wnd;
+		if (wait > MRC_S32_MAX)
+			wait = MRC_S32_MAX;
+		elapsed = now - s->xmit_ts;
+		if ((s32)elapsed >= 0 && elapsed >= wait) {
+			s->flags |= MRC_TXS_LOST | MRC_TXS_RACK;
+			tx->lost++;
+			n++;
+			continue;
+		}
+		due = s->xmit_ts + (u32)wait;
+		if (!armed || mrc_time_before(due, deadline)) {
+			deadline = due;
+			armed = true;
+		}
+	}
+	tx->reo_armed = armed;
+	tx->reo_deadline = deadline;
+
+	if (n) {
+		tx->rack_marked += n;
+		if (++tx->reo_recov >= MRC_REO_PERSIST && tx->reo_steps > 1) {
+			tx->reo_steps = 1;
+			tx->reo_recov = 0;
+			mrc_tx_update_reo_wnd(tx);
+		}
+	}
+	return n;
+}
+
+bool mrc_tx_next_lost(const struct mrc_tx *tx, u32 *psn)
+{
+	u32 p = *psn;
+
+	if (!tx->lost)
+		return false;
+	if (!mrc_psn_in(p, tx->una, tx->nxt)) {
+		if (!mrc_psn_lt(p, tx->una))
+			return false;
+		p = tx->una;
+	}
+	for (; p != tx->nxt; p++) {
+		if (mrc_tx_slot(tx, p)->flags & MRC_TXS_LOST) {
+			*psn = p;
+			return true;
+		}
+	}
+	return false;
+}
+
+static u32 mrc_tx_rto_due(const struct mrc_tx *tx)
+{
+	u32 base = mrc_time_later(mrc_tx_slot(tx, tx->una)->xmit_ts,
+				  tx->progress_ts);
+
+	return base + mrc_rtt_rto(&tx->rtt);
+}
+
+/* Return: true and the due time if a tail-loss probe is armed */
+static bool mrc_tx_tlp_due(const struct mrc_tx *tx, u32 *due)
+{
+	u32 pto;
+
+	if (tx->tlp_out || tx->lost || !tx->rtt.srtt)
+		return false;
+	pto = tx->rtt.srtt > MRC_U32_MAX / 2 ? MRC_U32_MAX : 2 * tx->rtt.srtt;
+	if (pto < tx->tlp_min)
+		pto = tx->tlp_min;
+	if (pto > MRC_S32_MAX)
+		pto = MRC_S32_MAX;
+	*due = mrc_time_later(tx->last_send_ts, tx->progress_ts) + pto;
+	return true;
+}
+
+bool mrc_tx_deadline(const struct mrc_tx *tx, u32 *deadline)
+{
+	u32 d, t;
+
+	if (tx->una == tx->nxt)
+		return false;
+	d = mrc_tx_rto_due(tx);
+	if (tx->reo_armed && mrc_time_before(tx->reo_deadline, d))
+		d = tx->reo_deadline;
+	if (mrc_tx_tlp_due(tx, &t) && mrc_time_before(t, d))
+		d = t;
+	*deadline = d;
+	return true;
+}
+
+static bool mrc_tx_failed(const struct mrc_tx *tx, u32 now, u32 retry_cnt,
+			  u32 fail_after)
+{
+	return fail_after && tx->timeouts > retry_cnt &&
+	       now - tx->progress_ts >= fail_after;
+}
+
+enum mrc_tx_timer_action mrc_tx_on_timer(struct mrc_tx *tx, u32 now,
+					 u32 retry_cnt, u32 fail_after)
+{
+	struct mrc_tx_slot *s;
+	u32 psn, due;
+
+	if (tx->una == tx->nxt)
+		return MRC_TXT_NONE;
+	if (mrc_tx_failed(tx, now, retry_cnt, fail_after))
+		return MRC_TXT_FAIL;
+
+	if (!mrc_time_before(now, mrc_tx_rto_due(tx))) {
+		tx->timeouts++;
+		tx->rtos++;
+		if (tx->rtt.backoff < MRC_RTO_MAX_BACKOFF)
+			tx->rtt.backoff++;
+		if (mrc_tx_failed(tx, now, retry_cnt, fail_after))
+			return MRC_TXT_FAIL;
+		for (psn = tx->una; psn != tx->nxt; psn++) {
+			s = mrc_tx_slot_rw(tx, psn);
+			if (s->flags & (MRC_TXS_ACKED | MRC_TXS_LOST))
+				continue;
+			s->flags |= MRC_TXS_LOST;
+			s->flags &= ~MRC_TXS_RACK;
+			tx->lost++;
+		}
+		tx->tlp_out = false;
+		tx->reo_armed = false;
+		return MRC_TXT_RTO;
+	}
+
+	if (mrc_tx_detect_loss(tx, now))
+		return MRC_TXT_RETX;
+
+	if (mrc_tx_tlp_due(tx, &due) && !mrc_time_before(now, due)) {
+		psn = tx->nxt - 1;
+		while (psn != tx->una &&
+		       (mrc_tx_slot(tx, psn)->flags & MRC_TXS_ACKED))
+			psn--;
+		tx->probe_psn = psn;
+		tx->tlp_out = true;
+		tx->tlps++;
+		return MRC_TXT_PROBE;
+	}
+	return MRC_TXT_NONE;
+}
+
+#ifdef MRC_ENGINE_KUNIT
+#include "mrc_tx_test.c"
+#endif

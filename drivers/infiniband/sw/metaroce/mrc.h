@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * metaroce: a MetaRoCE-style RDMA transport in software.
+ * Internal definitions shared by the files of the driver.
+ */
+#ifndef MRC_H
+#define MRC_H
+
+#include <linux/hrtimer.h>
+#include <linux/netdevice.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <rdma/ib_umem.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+#include <rdma/metaroce-abi.h>
+
+#include <metaroce/mrc_engine.h>
+#include <metaroce/mrc_wire.h>
+
+#define MRC_DRIVER_ID		((enum rdma_driver_id)METAROCE_DRIVER_ID)
+
+/* device limits reported by query_device (Documentation/infiniband/metaroce.rst) */
+#define MRC_MAX_QP		16384
+#define MRC_MAX_QP_WR		16384
+#define MRC_MAX_SGE		16
+#define MRC_MAX_INLINE		1024
+#define MRC_MAX_CQ		16384
+#define MRC_MAX_CQE		65535
+#define MRC_MAX_MR		65536
+#define MRC_MAX_PD		65536
+#define MRC_MAX_AH		65536
+#define MRC_MAX_SRQ		16384
+#define MRC_MAX_SRQ_WR		16384
+#define MRC_MAX_RD_ATOM		16
+#define MRC_MAX_MR_SIZE		(1ULL << 40)
+#define MRC_VENDOR_ID		0xffffff
+#define MRC_VENDOR_PART		0x4d52
+#define MRC_GID_TBL_LEN		64
+
+/* transport sizing */
+#define MRC_TX_SLOTS		1024	/* sender scoreboard, power of two */
+#define MRC_RX_BITS		1024	/* receiver window, power of two */
+#define MRC_RESP_CACHE		16	/* atomic responses kept for replays */
+#define MRC_RD_QUEUE		64	/* READ/atomic requests waiting or being served */
+#define MRC_READ_CHUNK		256	/* most PSNs one READ request packet asks for */
+#define MRC_SRQ_CLAIM		64	/* SRQ WQEs one QP may hold ahead */
+#define MRC_TX_BUDGET		64	/* packets per send-engine run */
+
+/* header room: IPv6 (40) + UDP (8) + base + largest extension */
+#define MRC_MAX_HDR		(MRC_BTH_LEN + MRC_ACK_LEN + 8 * MRC_ACK_MAX_SACKW)
+#define MRC_NET_OVERHEAD	(40 + 8)
+
+/* module parameters (mrc_main.c) */
+extern unsigned int mrc_udp_port;
+extern unsigned int mrc_default_speed;
+extern unsigned int mrc_entropies;
+extern unsigned int mrc_ack_every;
+extern unsigned int mrc_ack_delay_us;
+extern unsigned int mrc_rto_min_us;
+extern unsigned int mrc_rto_init_us;
+extern unsigned int mrc_window;
+extern struct workqueue_struct *mrc_wq;
+
+/* statistic counters, see mrc_stats.c for names */
+enum mrc_stat {
+	MRC_ST_TX_PKTS,
+	MRC_ST_TX_BYTES,
+	MRC_ST_RX_PKTS,
+	MRC_ST_RX_BYTES,
+	MRC_ST_TX_ACKS,
+	MRC_ST_RX_ACKS,
+	MRC_ST_RETX_PKTS,
+	MRC_ST_RETX_RACK,
+	MRC_ST_TLP,
+	MRC_ST_RTO,
+	MRC_ST_SACK_HOLES,
+	MRC_ST_OOO_PKTS,
+	MRC_ST_DUP_PKTS,
+	MRC_ST_RNR_NAK_TX,
+	MRC_ST_RNR_NAK_RX,
+	MRC_ST_NAK_TX,
+	MRC_ST_NAK_RX,
+	MRC_ST_RETRY_EXC,
+	MRC_ST_TX_DROP,
+	MRC_ST_RTT_LAST,
+	MRC_ST_RTT_MIN,
+	MRC_ST_RTT_SRTT,
+	MRC_ST_DROP_BASE,	/* MRC_DROP_NR - 1 counters follow */
+	MRC_ST_NR = MRC_ST_DROP_BASE + MRC_DROP_NR - 1
+};
+
+struct mrc_net_socks;
+
+struct mrc_dev {
+	struct ib_device ibdev;
+	struct net_device *ndev;	/* held; valid until dealloc */
+	netdevice_tracker ndev_tracker;
+	struct mrc_net_socks *socks;	/* UDP sockets of ndev's netns */
+	u64 guid;
+	struct xarray qpn_xa;		/* QPN -> struct mrc_qp */
+	u32 next_qpn;
+	struct xarray mr_xa;		/* key index -> struct mrc_mr */
+	u32 next_mr;
+	u8 next_key;
+	spinlock_t key_lock;
+	struct xarray srq_xa;
+	u32 next_srq;
+	u32 next_pdn;
+	u32 next_cqn;
+	atomic_t n_pd, n_cq, n_qp, n_mr, n_srq, n_ah;
+	u32 entropies;			/* UDP source ports per QP */
+	atomic64_t stats[MRC_ST_NR];
+};
+
+static inline struct mrc_dev *to_mdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct mrc_dev, ibdev);
+}
+
+static inline void mrc_stat_add(struct mrc_dev *mdev, enum mrc_stat s, u64 v)
+{
+	atomic64_add(v, &mdev->stats[s]);
+}
+
+static inline void mrc_stat_inc(struct mrc_dev *mdev, enum mrc_stat s)
+{
+	atomic64_inc(&mdev->stats[s]);
+}
+
+static inline void mrc_stat_set(struct mrc_dev *mdev, enum mrc_stat s, u64 v)
+{
+	atomic64_set(&mdev->stats[s], v);
+}
+
+static inline void mrc_count_drop(struct mrc_dev *mdev, enum mrc_drop why)
+{
+	if (why > MRC_DROP_NONE && why < MRC_DROP_NR)
+		atomic64_inc(&mdev->stats[MRC_ST_DROP_BASE + why - 1]);
+}
+
+/* microsecond clock for the engine */
+static inline u32 mrc_now(void)
+{
+	return (u32)div_u64(ktime_get_ns(), NSEC_PER_USEC);
+}
+
+struct mrc_ucontext {
+	struct ib_ucontext ibuc;
+};
+
+struct mrc_pd {
+	struct ib_pd ibpd;
+	u32 pdn;
+};
+
+static inline struct mrc_pd *to_mpd(struct ib_pd *pd)
+{
+	return container_of(pd, struct mrc_pd, ibpd);
+}
+
+struct mrc_ah {
+	struct ib_ah ibah;
+	struct rdma_ah_attr attr;
+};
+
+/*
+ * A shared ring (struct metaroce_ring + slots).  For user objects the
+ * buffer is mmap'd; prod/cons written by userspace are never trusted.
+ */
+struct mrc_ring {
+	struct metaroce_ring *hdr;
+	void *buf;			/* vmalloc_user'd: header + slots */
+	size_t size;
+	u32 depth;			/* power of two */
+	u32 stride;
+	struct rdma_user_mmap_entry *mmap_entry;
+};
+
+static inline void *mrc_ring_slot(struct mrc_ring *r, u32 idx)
+{
+	return (u8 *)r->buf + METAROCE_RING_HDR_SIZE +
+	       (size_t)(idx & (r->depth - 1)) * r->stride;
+}
+
+struct mrc_mmap_entry {
+	struct rdma_user_mmap_entry rdma_entry;
+	void *buf;
+	size_t size;
+};
+
+struct mrc_cq {
+	struct ib_cq ibcq;
+	spinlock_t lock;
+	struct mrc_ring ring;
+	u32 cqn;
+	u32 prod;			/* kernel's producer index */
+	u32 kcons;			/* consumer index for kernel CQs */
+	u8 notify;			/* IB_CQ_SOLICITED / IB_CQ_NEXT_COMP armed */
+	bool is_user;
+	bool overflow;
+};
+
+static inline struct mrc_cq *to_mcq(struct ib_cq *cq)
+{
+	return container_of(cq, struct mrc_cq, ibcq);
+}
+
+enum mrc_mr_type {
+	MRC_MR_DMA,			/* kernel virtual addresses, all memory */
+	MRC_MR_USER,			/* pinned user pages */
+};
+
+struct mrc_mr {
+	struct ib_mr ibmr;
+	struct mrc_dev *mdev;
+	enum mrc_mr_type type;
+	struct mrc_pd *pd;
+	struct ib_umem *umem;
+	struct page **pages;
+	unsigned long npages;
+	u32 page_off;			/* offset of iova in pages[0] */
+	struct mrc_region region;
+	refcount_t ref;
+	struct completion done;
+};
+
+static inline struct mrc_mr *to_mmr(struct ib_mr *mr)
+{
+	return container_of(mr, struct mrc_mr, ibmr);
+}
+
+/* a receive WQE taken from an RQ or SRQ, validated, in kernel memory */
+struct mrc_rwqe {
+	u64 wr_id;
+	u32 num_sge;
+	u32 length;			/* sum of SGE lengths */
+	struct metaroce_sge sge[MRC_MAX_SGE];
+};
+
+struct mrc_srq {
+	struct ib_srq ibsrq;
+	spinlock_t lock;
+	struct mrc_ring ring;
+	u32 srq_num;
+	u32 cons;			/* kernel consumer index */
+	u32 max_sge;
+	u32 limit;
+	bool is_user;
+	struct mrc_pd *pd;
+};
+
+static inline struct mrc_srq *to_msrq(struct ib_srq *srq)
+{
+	return container_of(srq, struct mrc_srq, ibsrq);
+}
+
+/* per send WQE state, indexed like the SQ ring */
+struct mrc_swqe {
+	struct metaroce_send_wqe wr;	/* validated copy */
+	struct metaroce_sge sge[MRC_MAX_SGE];
+	const u8 *inline_data;		/* points into qp->sq_shadow */
+	u32 length;			/* message length */
+	u32 first_psn;
+	u32 npsn;			/* PSNs the message occupies */
+	u32 sent;			/* PSNs sent for the first time */
+	u32 rmsn;			/* receive MSN, SEND/WRITE_IMM */
+	u8 shift;			/* segment size log2 */
+	u8 op;				/* MRC_OP_* */
+	bool started;
+	bool done;
+	u8 status;			/* IB_WC_* if done with error */
+	u64 atomic_orig;
+};
+
+/* responder: a receive message being assembled, indexed by rmsn */
+struct mrc_rmsg {
+	struct mrc_rwqe wqe;
+	bool have_wqe;
+	bool last_seen;
+	bool is_send;
+	bool has_imm;
+	bool has_inv;
+	bool solicited;
+	u8 status;
+	u32 last_psn;
+	u32 byte_len;
+	u32 imm;
+};
+
+/* responder: READ or atomic waiting for in-order execution or being served */
+struct mrc_rd {
+	bool used;
+	u32 psn;			/* first PSN of this request (or re-request) */
+	u32 npsn;
+	u8 op;
+	u8 shift;
+	bool executing;
+	u64 va;
+	u32 rkey;
+	u32 len;
+	u32 offset;			/* offset of va in the original READ */
+	u32 done;			/* bytes answered so far */
+	u64 swap_add;
+	u64 compare;
+	u64 orig;			/* atomic result */
+	struct mrc_mr *mr;		/* READ source, held while served */
+};
+
+struct mrc_aresp {
+	u32 psn;
+	bool valid;
+	u64 orig;
+};
+
+struct mrc_qp {
+	struct ib_qp ibqp;
+	struct mrc_dev *mdev;
+	spinlock_t lock;		/* everything below */
+	struct mutex state_mutex;	/* modify_qp vs destroy */
+	enum ib_qp_state state;
+	bool is_user;
+	bool sq_sig_all;
+	bool dead;			/* destroy started */
+	struct mrc_pd *pd;
+	struct mrc_cq *scq, *rcq;
+	struct mrc_srq *srq;
+
+	/* queues */
+	struct mrc_ring sq, rq;
+	bool has_rq;
+	u32 max_send_sge, max_recv_sge, max_inline;
+	struct mrc_swqe *swqe;		/* sq.depth entries */
+	u8 *sq_shadow;			/* validated copies of SQ slots */
+	u32 sq_cons;			/* oldest WQE not completed */
+	u32 sq_next;			/* next WQE to start */
+	u32 sq_prod;			/* producer index validated so far */
+	u32 rq_cons;			/* next RQ WQE to complete (kernel) */
+
+	/* attributes */
+	struct rdma_ah_attr av;
+	u32 dest_qpn;
+	u8 pmtu_shift;			/* log2 of the path MTU payload */
+	u8 timeout;			/* IBTA encoding */
+	u8 retry_cnt;
+	u8 rnr_retry;
+	u8 min_rnr_timer;
+	u8 max_rd_atomic;
+	u8 max_dest_rd_atomic;
+	int access;			/* qp_access_flags */
+	u16 pkey_index;
+	u32 qkey;
+	u32 sq_psn_attr, rq_psn_attr;
+
+	/* addressing, set at RTR */
+	bool is_ipv6;
+	__be32 saddr4, daddr4;
+	struct in6_addr saddr6, daddr6;
+	u8 tos;
+	u8 ttl;
+	u16 sport_base;
+	u32 ent_next;
+
+	/* requester */
+	struct mrc_tx tx;
+	struct mrc_tx_slot *tx_slots;
+	u32 smsn;			/* next receive MSN to use for SEND/WRITE_IMM */
+	u32 rd_outstanding;		/* READ/atomic WQEs in flight */
+	u32 retx_hint;
+	u32 rnr_left;
+	bool rnr_wait;
+	u32 rnr_until;
+	u32 rnr_psn;
+	struct hrtimer tx_timer;
+	u32 tx_timer_at;
+	bool tx_timer_armed;
+
+	/* responder */
+	struct mrc_rx rx;
+	u64 *rx_map;
+	struct mrc_ackc ackc;
+	u32 last_tsval;
+	u32 last_arrival;
+	u16 last_entropy;
+	u32 rmsn_base;			/* oldest receive message not completed */
+	struct mrc_rmsg *rmsg;		/* window of receive messages */
+	u32 rmsg_n;			/* power of two */
+	u32 err_psn;			/* lowest PSN that failed */
+	bool err_pending;
+	u8 err_syndrome;
+	u32 err_rmsn;			/* receive WQE to fail with err_status */
+	bool err_has_rmsn;
+	u8 err_status;
+	struct mrc_rd rd[MRC_RD_QUEUE];	/* unordered; slot free if !used */
+	struct mrc_aresp aresp[MRC_RESP_CACHE];
+	u32 aresp_next;
+	struct hrtimer ack_timer;
+	bool ack_timer_armed;
+	bool ack_now;
+
+	refcount_t ref;			/* packet and timer users */
+	struct completion done;
+	struct work_struct send_work;
+	struct sk_buff_head txq;	/* built packets waiting to go out */
+};
+
+static inline struct mrc_qp *to_mqp(struct ib_qp *qp)
+{
+	return container_of(qp, struct mrc_qp, ibqp);
+}
+
+static inline struct mrc_dev *qp_dev(struct mrc_qp *qp)
+{
+	return qp->mdev;
+}
+
+/* per-skb control block while queued on qp->txq */
+struct mrc_skb_cb {
+	u16 sport;
+};
+
+#define MRC_CB(skb)	((struct mrc_skb_cb *)(skb)->cb)
+
+/* mrc_main.c */
+struct mrc_dev *mrc_dev_from_netdev(struct net_device *ndev);
+
+/* mrc_verbs.c */
+int mrc_register_device(struct mrc_dev *mdev, const char *name);
+enum ib_port_state mrc_port_state(struct mrc_dev *mdev);
+int mrc_mtu_payload(struct mrc_dev *mdev);
+
+/* mrc_ring.c */
+int mrc_ring_alloc(struct mrc_dev *mdev, struct mrc_ring *r, u32 depth,
+		   u32 stride, struct ib_udata *udata);
+void mrc_ring_free(struct mrc_ring *r);
+u64 mrc_ring_mmap_offset(struct mrc_ring *r);
+int mrc_mmap(struct ib_ucontext *ctx, struct vm_area_struct *vma);
+void mrc_mmap_free(struct rdma_user_mmap_entry *entry);
+
+/* mrc_cq.c */
+int mrc_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		  struct ib_udata *udata);
+int mrc_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int mrc_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+int mrc_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc);
+int mrc_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+int mrc_cq_post(struct mrc_cq *cq, const struct metaroce_cqe *cqe,
+		bool solicited);
+
+/* mrc_mr.c */
+struct ib_mr *mrc_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *mrc_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+			      u64 iova, int access, struct ib_udata *udata);
+int mrc_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct mrc_mr *mrc_mr_get(struct mrc_dev *mdev, u32 key);
+void mrc_mr_put(struct mrc_mr *mr);
+int mrc_mr_copy(struct mrc_mr *mr, u64 va, void *buf, u32 len, bool to_mr);
+int mrc_mr_atomic(struct mrc_mr *mr, u64 va, bool cas, u64 swap_add,
+		  u64 compare, u64 *orig);
+u32 mrc_access_to_mrc(int ib_access);
+int mrc_sge_copy(struct mrc_dev *mdev, struct mrc_pd *pd,
+		 const struct metaroce_sge *sge, u32 nsge, u32 offset,
+		 void *buf, u32 len, bool to_mr, u32 need);
+
+/* mrc_qp.c */
+int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		  struct ib_udata *udata);
+int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		  struct ib_udata *udata);
+int mrc_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		 struct ib_qp_init_attr *init);
+int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		  const struct ib_send_wr **bad);
+int mrc_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		  const struct ib_recv_wr **bad);
+void mrc_qp_error(struct mrc_qp *qp);
+struct mrc_qp *mrc_qp_get(struct mrc_dev *mdev, u32 qpn);
+void mrc_qp_put(struct mrc_qp *qp);
+int mrc_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		   struct ib_udata *udata);
+int mrc_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		   enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int mrc_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int mrc_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int mrc_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+		      const struct ib_recv_wr **bad);
+bool mrc_srq_take(struct mrc_srq *srq, struct mrc_rwqe *out);
+int mrc_rq_peek(struct mrc_qp *qp, u32 idx, struct mrc_rwqe *out);
+
+/* mrc_req.c: requester (send engine) */
+void mrc_send_run(struct mrc_qp *qp);
+void mrc_send_kick(struct mrc_qp *qp);
+void mrc_send_work(struct work_struct *work);
+enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t);
+void mrc_tx_timer_update(struct mrc_qp *qp);
+void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p);
+void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
+		      const void *payload);
+void mrc_sq_complete(struct mrc_qp *qp);
+void mrc_flush_sq(struct mrc_qp *qp, u8 first_status);
+void mrc_flush_rq(struct mrc_qp *qp);
+
+/* mrc_resp.c: responder (receive engine) */
+void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
+		  const void *payload, u16 sport, bool ce);
+enum hrtimer_restart mrc_ack_timer_fn(struct hrtimer *t);
+bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget);
+void mrc_send_ack(struct mrc_qp *qp, u8 syndrome, u32 nak_psn);
+
+/* mrc_net.c */
+int mrc_net_init(void);
+void mrc_net_exit(void);
+int mrc_net_attach(struct mrc_dev *mdev);
+void mrc_net_detach(struct mrc_dev *mdev);
+struct sk_buff *mrc_skb_alloc(struct mrc_qp *qp, u32 hdr_len, u32 pay_len);
+void mrc_xmit(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
+void mrc_queue_pkt(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
+void mrc_flush_txq(struct mrc_qp *qp);
+u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid);
+
+/* mrc_stats.c */
+struct rdma_hw_stats *mrc_alloc_hw_port_stats(struct ib_device *ibdev,
+					      u32 port);
+int mrc_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		     u32 port, int index);
+
+#endif /* MRC_H */

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * metaroce: module setup, rdma link type, netdev events.
+ */
+#include <linux/if_arp.h>
+#include <linux/if_vlan.h>
+#include <linux/module.h>
+#include <rdma/rdma_netlink.h>
+#include <asm/unaligned.h>
+
+#include "mrc.h"
+
+unsigned int mrc_udp_port = MRC_DEFAULT_UDP_PORT;
+module_param_named(udp_port, mrc_udp_port, uint, 0444);
+MODULE_PARM_DESC(udp_port, "UDP destination port of MetaRoCE packets (default 4792; RoCEv2 uses 4791)");
+
+unsigned int mrc_default_speed = 10000;
+module_param_named(default_speed_mbps, mrc_default_speed, uint, 0644);
+MODULE_PARM_DESC(default_speed_mbps, "Port speed reported when the netdev reports none, in Mbit/s (default 10000)");
+
+unsigned int mrc_entropies = 16;
+module_param_named(entropies, mrc_entropies, uint, 0644);
+MODULE_PARM_DESC(entropies, "UDP source ports (paths) each QP sprays over, 1..256, read at link add (default 16)");
+
+unsigned int mrc_ack_every = 4;
+module_param_named(ack_every, mrc_ack_every, uint, 0644);
+MODULE_PARM_DESC(ack_every, "Send an ACK at least every N in-order packets (default 4)");
+
+unsigned int mrc_ack_delay_us = 50;
+module_param_named(ack_delay_us, mrc_ack_delay_us, uint, 0644);
+MODULE_PARM_DESC(ack_delay_us, "Longest time an ACK is held back, in microseconds (default 50)");
+
+unsigned int mrc_rto_min_us = 2000;
+module_param_named(rto_min_us, mrc_rto_min_us, uint, 0644);
+MODULE_PARM_DESC(rto_min_us, "Lower bound of the retransmission timeout, in microseconds (default 2000)");
+
+unsigned int mrc_rto_init_us = 10000;
+module_param_named(rto_init_us, mrc_rto_init_us, uint, 0644);
+MODULE_PARM_DESC(rto_init_us, "Retransmission timeout before the first RTT sample, in microseconds (default 10000)");
+
+unsigned int mrc_window = 512;
+module_param_named(window, mrc_window, uint, 0644);
+MODULE_PARM_DESC(window, "Packets a QP may have in flight, 16..1024 (default 512)");
+
+struct workqueue_struct *mrc_wq;
+
+struct mrc_dev *mrc_dev_from_netdev(struct net_device *ndev)
+{
+	struct ib_device *ibdev = ib_device_get_by_netdev(ndev, MRC_DRIVER_ID);
+
+	return ibdev ? to_mdev(ibdev) : NULL;
+}
+
+static u64 mrc_make_guid(struct net_device *ndev)
+{
+	const u8 *mac = ndev->dev_addr;
+	u8 g[8];
+
+	/* modified EUI-64 from the MAC, as for an IPv6 interface ID */
+	g[0] = mac[0] ^ 2;
+	g[1] = mac[1];
+	g[2] = mac[2];
+	g[3] = 0xff;
+	g[4] = 0xfe;
+	g[5] = mac[3];
+	g[6] = mac[4];
+	g[7] = mac[5];
+	return get_unaligned_be64(g);
+}
+
+static int mrc_newlink(const char *name, struct net_device *ndev)
+{
+	struct mrc_dev *mdev;
+	int err;
+
+	if (ndev->type != ARPHRD_ETHER || (ndev->flags & IFF_LOOPBACK)) {
+		pr_err("metaroce: %s: not an Ethernet device\n", ndev->name);
+		return -EINVAL;
+	}
+	if (is_vlan_dev(ndev)) {
+		pr_err("metaroce: %s: VLAN devices are not supported, use the real device\n",
+		       ndev->name);
+		return -EINVAL;
+	}
+	mdev = mrc_dev_from_netdev(ndev);
+	if (mdev) {
+		pr_err("metaroce: %s already has device %s\n", ndev->name,
+		       dev_name(&mdev->ibdev.dev));
+		ib_device_put(&mdev->ibdev);
+		return -EEXIST;
+	}
+
+	mdev = ib_alloc_device(mrc_dev, ibdev);
+	if (!mdev)
+		return -ENOMEM;
+	mdev->ndev = ndev;
+	netdev_hold(ndev, &mdev->ndev_tracker, GFP_KERNEL);
+	mdev->guid = mrc_make_guid(ndev);
+	mdev->entropies = clamp_val(mrc_entropies, 1, 256);
+	xa_init_flags(&mdev->qpn_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&mdev->mr_xa, XA_FLAGS_ALLOC1);
+	xa_init_flags(&mdev->srq_xa, XA_FLAGS_ALLOC1);
+	spin_lock_init(&mdev->key_lock);
+
+	err = mrc_net_attach(mdev);
+	if (err)
+		goto err_free;
+
+	/* on failure the core does not call dealloc_driver: undo here */
+	err = mrc_register_device(mdev, name);
+	if (err)
+		goto err_free;
+	pr_info("metaroce: %s: created on %s (netns %u, UDP port %u)\n",
+		dev_name(&mdev->ibdev.dev), ndev->name,
+		dev_net(ndev)->ns.inum, mrc_udp_port);
+	return 0;
+
+err_free:
+	mrc_net_detach(mdev);
+	netdev_put(ndev, &mdev->ndev_tracker);
+	ib_dealloc_device(&mdev->ibdev);
+	return err;
+}
+
+static struct rdma_link_ops mrc_link_ops = {
+	.type = "metaroce",
+	.newlink = mrc_newlink,
+};
+
+static void mrc_port_event(struct mrc_dev *mdev, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = &mdev->ibdev,
+		.element.port_num = 1,
+		.event = type,
+	};
+
+	ib_dispatch_event(&ev);
+}
+
+static int mrc_notify(struct notifier_block *nb, unsigned long event,
+		      void *arg)
+{
+	struct net_device *ndev = netdev_notifier_info_to_dev(arg);
+	struct mrc_dev *mdev = mrc_dev_from_netdev(ndev);
+
+	if (!mdev)
+		return NOTIFY_DONE;
+
+	switch (event) {
+	case NETDEV_UNREGISTER:
+		pr_info("metaroce: %s: netdev %s going away, removing device\n",
+			dev_name(&mdev->ibdev.dev), ndev->name);
+		ib_unregister_device_queued(&mdev->ibdev);
+		break;
+	case NETDEV_UP:
+	case NETDEV_DOWN:
+	case NETDEV_CHANGE:
+		mrc_port_event(mdev, mrc_port_state(mdev) == IB_PORT_ACTIVE ?
+				     IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR);
+		break;
+	default:
+		break;
+	}
+	ib_device_put(&mdev->ibdev);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block mrc_notifier = {
+	.notifier_call = mrc_notify,
+};
+
+static int __init mrc_init(void)
+{
+	int err;
+
+	mrc_wq = alloc_workqueue("metaroce", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!mrc_wq)
+		return -ENOMEM;
+	err = mrc_net_init();
+	if (err)
+		goto err_wq;
+	err = register_netdevice_notifier(&mrc_notifier);
+	if (err)
+		goto err_net;
+	rdma_link_register(&mrc_link_ops);
+	pr_info("metaroce: loaded, UDP port %u\n", mrc_udp_port);
+	return 0;
+
+err_net:
+	mrc_net_exit();
+err_wq:
+	destroy_workqueue(mrc_wq);
+	return err;
+}
+
+static void __exit mrc_exit(void)
+{
+	rdma_link_unregister(&mrc_link_ops);
+	unregister_netdevice_notifier(&mrc_notifier);
+	ib_unregister_driver(MRC_DRIVER_ID);
+	mrc_net_exit();
+	destroy_workqueue(mrc_wq);
+	pr_info("metaroce: unloaded\n");
+}
+
+module_init(mrc_init);
+module_exit(mrc_exit);
+
+MODULE_AUTHOR("metaroce developers");
+MODULE_DESCRIPTION("MetaRoCE-style RDMA transport over UDP (software)");
+MODULE_LICENSE("Dual BSD/GPL");
+MODULE_ALIAS_RDMA_LINK("metaroce");

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * metaroce: network glue.  One UDP tunnel socket per network namespace
+ * that has a metaroce device; packets are built and parsed here and
+ * handed to the QP engines.
+ */
+#include <linux/inetdevice.h>
+#include <net/inet_ecn.h>
+#include <net/ip.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+#include <net/route.h>
+#include <net/udp_tunnel.h>
+
+#include "mrc.h"
+
+/*
+ * Sockets of one netns.  Freed when no device uses it and the netns no
+ * longer points to it; the socket itself is closed as soon as either the
+ * last device goes or the netns exits, whichever comes first.
+ */
+struct mrc_net_socks {
+	struct socket __rcu *sock4;
+	unsigned int users;		/* devices */
+	bool linked;			/* still reachable from the netns */
+};
+
+struct mrc_pernet {
+	struct mrc_net_socks *socks;
+};
+
+static unsigned int mrc_net_id;
+static DEFINE_MUTEX(mrc_net_mutex);
+
+static int mrc_udp_rcv(struct sock *sk, struct sk_buff *skb);
+
+static struct socket *mrc_sock_open(struct net *net)
+{
+	struct udp_tunnel_sock_cfg tcfg = {
+		.encap_type = 1,
+		.encap_rcv = mrc_udp_rcv,
+	};
+	struct udp_port_cfg ucfg = {
+		.family = AF_INET,
+		.local_ip.s_addr = htonl(INADDR_ANY),
+		.local_udp_port = htons(mrc_udp_port),
+	};
+	struct socket *sock;
+	int err;
+
+	err = udp_sock_create(net, &ucfg, &sock);
+	if (err) {
+		pr_err("metaroce: cannot bind UDP port %u (%d)\n", mrc_udp_port,
+		       err);
+		return ERR_PTR(err);
+	}
+	setup_udp_tunnel_sock(net, sock, &tcfg);
+	return sock;
+}
+
+/* caller holds mrc_net_mutex */
+static void mrc_socks_close(struct mrc_net_socks *s)
+{
+	struct socket *sock = rcu_dereference_protected(s->sock4,
+				lockdep_is_held(&mrc_net_mutex));
+
+	if (!sock)
+		return;
+	RCU_INIT_POINTER(s->sock4, NULL);
+	synchronize_rcu();
+	udp_tunnel_sock_release(sock);
+}
+
+int mrc_net_attach(struct mrc_dev *mdev)
+{
+	struct net *net = dev_net(mdev->ndev);
+	struct mrc_pernet *pn = net_generic(net, mrc_net_id);
+	struct mrc_net_socks *s;
+	struct socket *sock;
+	int err = 0;
+
+	mutex_lock(&mrc_net_mutex);
+	s = pn->socks;
+	if (!s) {
+		s = kzalloc(sizeof(*s), GFP_KERNEL);
+		if (!s) {
+			err = -ENOMEM;
+			goto out;
+		}
+		s->linked = true;
+		pn->socks = s;
+	}
+	if (!rcu_access_pointer(s->sock4)) {
+		sock = mrc_sock_open(net);
+		if (IS_ERR(sock)) {
+			err = PTR_ERR(sock);
+			if (!s->users) {
+				pn->socks = NULL;
+				kfree(s);
+			}
+			goto out;
+		}
+		rcu_assign_pointer(s->sock4, sock);
+	}
+	s->users++;
+	mdev->socks = s;
+out:
+	mutex_unlock(&mrc_net_mutex);
+	return err;
+}
+
+void mrc_net_detach(struct mrc_dev *mdev)
+{
+	struct mrc_net_socks *s = mdev->socks;
+
+	if (!s)
+		return;
+	mutex_lock(&mrc_net_mutex);
+	mdev->socks = NULL;
+	if (!--s->users) {
+		mrc_socks_close(s);
+		if (!s->linked)
+			kfree(s);
+	}
+	mutex_unlock(&mrc_net_mutex);
+}
+
+static void __net_exit mrc_net_exit_net(struct net *net)
+{
+	struct mrc_pernet *pn = net_generic(net, mrc_net_id);
+	struct mrc_net_socks *s;
+
+	mutex_lock(&mrc_net_mutex);
+	s = pn->socks;
+	pn->socks = NULL;
+	if (s) {
+		mrc_socks_close(s);
+		s->linked = false;
+		if (!s->users)
+			kfree(s);
+	}
+	mutex_unlock(&mrc_net_mutex);
+}
+
+static struct pernet_operations mrc_net_ops = {
+	.exit = mrc_net_exit_net,
+	.id = &mrc_net_id,
+	.size = sizeof(struct mrc_pernet),
+};
+
+int mrc_net_init(void)
+{
+	return register_pernet_subsys(&mrc_net_ops);
+}
+
+void mrc_net_exit(void)
+{
+	unregister_pernet_subsys(&mrc_net_ops);
+}
+
+/* UDP source port number @i of the QP's entropy set */
+static u16 mrc_entropy_port(struct mrc_qp *qp, u32 i)
+{
+	/* 613 is odd, so i -> port is one-to-one over 14 bits */
+	return 0xc000 | ((qp->sport_base + i * 613) & 0x3fff);
+}
+
+/**
+ * mrc_pick_entropy() - UDP source port for the next packet.
+ * @qp: the QP.
+ * @avoid: a port not to use (the one a lost packet went out on), or 0.
+ *
+ * Packets are sprayed round robin over the QP's set of source ports, so
+ * that ECMP spreads one QP over many paths.
+ */
+u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid)
+{
+	u32 n = qp->mdev->entropies;
+	u16 port = mrc_entropy_port(qp, qp->ent_next++ % n);
+
+	if (port == avoid && n > 1)
+		port = mrc_entropy_port(qp, qp->ent_next++ % n);
+	return port;
+}
+
+/* room for IP + UDP + link-layer headers in front of ours */
+static u32 mrc_headroom(struct net_device *ndev)
+{
+	return LL_RESERVED_SPACE(ndev) + sizeof(struct ipv6hdr) +
+	       sizeof(struct udphdr);
+}
+
+struct sk_buff *mrc_skb_alloc(struct mrc_qp *qp, u32 hdr_len, u32 pay_len)
+{
+	struct net_device *ndev = qp->mdev->ndev;
+	u32 room = mrc_headroom(ndev);
+	struct sk_buff *skb;
+
+	skb = alloc_skb(room + hdr_len + pay_len, GFP_ATOMIC);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, room);
+	skb_put(skb, hdr_len + pay_len);
+	return skb;
+}
+
+/**
+ * mrc_xmit() - send one built packet (headers and payload at skb->data).
+ * @qp: the QP (its addresses and the device's socket are used).
+ * @skb: the packet; consumed.
+ * @sport: UDP source port (the entropy).
+ */
+void mrc_xmit(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
+{
+	struct mrc_dev *mdev = qp->mdev;
+	struct net_device *ndev = mdev->ndev;
+	struct net *net = dev_net(ndev);
+	struct flowi4 fl4 = {
+		.flowi4_oif = ndev->ifindex,
+		.flowi4_proto = IPPROTO_UDP,
+		.daddr = qp->daddr4,
+		.saddr = qp->saddr4,
+		.fl4_sport = htons(sport),
+		.fl4_dport = htons(mrc_udp_port),
+	};
+	struct socket *sock;
+	struct rtable *rt;
+	u32 len = skb->len;
+
+	if (qp->is_ipv6) {
+		mrc_stat_inc(mdev, MRC_ST_TX_DROP);
+		kfree_skb(skb);
+		return;
+	}
+	rt = ip_route_output_key(net, &fl4);
+	if (IS_ERR(rt)) {
+		mrc_stat_inc(mdev, MRC_ST_TX_DROP);
+		kfree_skb(skb);
+		return;
+	}
+	mrc_stat_inc(mdev, MRC_ST_TX_PKTS);
+	mrc_stat_add(mdev, MRC_ST_TX_BYTES, len);
+
+	rcu_read_lock();
+	sock = rcu_dereference(mdev->socks->sock4);
+	if (!sock) {
+		rcu_read_unlock();
+		ip_rt_put(rt);
+		mrc_stat_inc(mdev, MRC_ST_TX_DROP);
+		kfree_skb(skb);
+		return;
+	}
+	skb_scrub_packet(skb, false);
+	skb->protocol = htons(ETH_P_IP);
+	skb->ignore_df = 0;
+	udp_tunnel_xmit_skb(rt, sock->sk, skb, fl4.saddr, fl4.daddr,
+			    (qp->tos & ~INET_ECN_MASK) | INET_ECN_ECT_0,
+			    qp->ttl ? qp->ttl : 64, htons(IP_DF), htons(sport),
+			    htons(mrc_udp_port), false, false);
+	rcu_read_unlock();
+}
+
+/* queue a built packet; sent by mrc_flush_txq() once qp->lock is dropped */
+void mrc_queue_pkt(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
+{
+	MRC_CB(skb)->sport = sport;
+	skb_queue_tail(&qp->txq, skb);
+}
+
+void mrc_flush_txq(struct mrc_qp *qp)
+{
+	struct sk_buff *skb;
+
+	while ((skb = skb_dequeue(&qp->txq)))
+		mrc_xmit(qp, skb, MRC_CB(skb)->sport);
+}
+
+/* parse, find the QP, check the source, hand over to the engines */
+static void mrc_rcv_skb(struct mrc_dev *mdev, struct sk_buff *skb,
+			__be32 saddr, u16 sport, bool ce)
+{
+	struct mrc_pkt p;
+	struct mrc_qp *qp;
+	int err;
+
+	mrc_stat_inc(mdev, MRC_ST_RX_PKTS);
+	mrc_stat_add(mdev, MRC_ST_RX_BYTES, skb->len);
+	err = mrc_wire_parse(skb->data, skb->len, &p);
+	if (err) {
+		mrc_count_drop(mdev, -err);
+		goto free;
+	}
+	qp = mrc_qp_get(mdev, p.dqpn);
+	if (!qp) {
+		mrc_count_drop(mdev, MRC_DROP_NO_QP);
+		goto free;
+	}
+	if (qp->ibqp.qp_type != IB_QPT_RC || p.sqpn != qp->dest_qpn ||
+	    saddr != qp->daddr4 || qp->is_ipv6) {
+		mrc_count_drop(mdev, MRC_DROP_BAD_SRC);
+		mrc_qp_put(qp);
+		goto free;
+	}
+	if (p.opcode == MRC_OP_ACK)
+		mrc_req_rcv_ack(qp, &p);
+	else if (p.opcode == MRC_OP_READ_RESP || p.opcode == MRC_OP_ATOMIC_RESP)
+		mrc_req_rcv_resp(qp, &p, skb->data + p.hdr_len);
+	else
+		mrc_resp_rcv(qp, &p, skb->data + p.hdr_len, sport, ce);
+	mrc_qp_put(qp);
+free:
+	consume_skb(skb);
+}
+
+static int mrc_udp_rcv(struct sock *sk, struct sk_buff *skb)
+{
+	struct net_device *ndev = skb->dev;
+	struct mrc_dev *mdev;
+	__be32 saddr;
+	u16 sport;
+	bool ce;
+
+	mdev = mrc_dev_from_netdev(ndev);
+	if (!mdev && (ndev->flags & IFF_LOOPBACK)) {
+		/* to an address of this host: find the device that owns it */
+		struct net_device *owner;
+
+		rcu_read_lock();
+		owner = __ip_dev_find(dev_net(ndev), ip_hdr(skb)->daddr, false);
+		mdev = owner ? mrc_dev_from_netdev(owner) : NULL;
+		rcu_read_unlock();
+	}
+	if (!mdev)
+		goto drop;
+	if (skb_linearize(skb)) {
+		ib_device_put(&mdev->ibdev);
+		goto drop;
+	}
+	saddr = ip_hdr(skb)->saddr;
+	ce = INET_ECN_is_ce(ip_hdr(skb)->tos);
+	sport = ntohs(udp_hdr(skb)->source);
+	skb_pull(skb, sizeof(struct udphdr));
+	mrc_rcv_skb(mdev, skb, saddr, sport, ce);
+	ib_device_put(&mdev->ibdev);
+	return 0;
+drop:
+	kfree_skb(skb);
+	return 0;
+}

@@ -1,0 +1,844 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * metaroce: queue pairs and shared receive queues: creation, the IB state
+ * machine, posting work requests, flushing.
+ */
+#include <linux/vmalloc.h>
+#include <net/ipv6.h>
+#include <rdma/ib_addr.h>
+
+#include "mrc.h"
+
+#define MRC_SWQE_HDR	sizeof(struct metaroce_send_wqe)
+#define MRC_RWQE_HDR	sizeof(struct metaroce_recv_wqe)
+#define MRC_SGE_SZ	sizeof(struct metaroce_sge)
+
+struct mrc_qp *mrc_qp_get(struct mrc_dev *mdev, u32 qpn)
+{
+	struct mrc_qp *qp;
+
+	rcu_read_lock();
+	qp = xa_load(&mdev->qpn_xa, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->ref))
+		qp = NULL;
+	rcu_read_unlock();
+	return qp;
+}
+
+void mrc_qp_put(struct mrc_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->ref))
+		complete(&qp->done);
+}
+
+static int mrc_qp_sizes(struct mrc_qp *qp, struct ib_qp_init_attr *init)
+{
+	struct ib_qp_cap *cap = &init->cap;
+	u32 need, sq_depth;
+
+	if (cap->max_send_wr > MRC_MAX_QP_WR ||
+	    cap->max_recv_wr > MRC_MAX_QP_WR ||
+	    cap->max_send_sge > MRC_MAX_SGE ||
+	    cap->max_recv_sge > MRC_MAX_SGE ||
+	    cap->max_inline_data > MRC_MAX_INLINE)
+		return -EINVAL;
+
+	sq_depth = roundup_pow_of_two(max_t(u32, cap->max_send_wr, 1));
+	need = max_t(u32, max_t(u32, cap->max_send_sge, 1) * MRC_SGE_SZ,
+		     cap->max_inline_data);
+	qp->sq.depth = sq_depth;
+	qp->sq.stride = roundup_pow_of_two(MRC_SWQE_HDR + need);
+	qp->max_send_sge = min_t(u32, MRC_MAX_SGE,
+				 (qp->sq.stride - MRC_SWQE_HDR) / MRC_SGE_SZ);
+	qp->max_inline = min_t(u32, MRC_MAX_INLINE,
+			       qp->sq.stride - MRC_SWQE_HDR);
+
+	qp->has_rq = !init->srq && cap->max_recv_wr;
+	if (qp->has_rq) {
+		qp->rq.depth = roundup_pow_of_two(cap->max_recv_wr);
+		qp->rq.stride = roundup_pow_of_two(MRC_RWQE_HDR +
+				max_t(u32, cap->max_recv_sge, 1) * MRC_SGE_SZ);
+		qp->max_recv_sge = min_t(u32, MRC_MAX_SGE,
+				(qp->rq.stride - MRC_RWQE_HDR) / MRC_SGE_SZ);
+	}
+	if (init->srq)
+		qp->rmsg_n = MRC_SRQ_CLAIM;
+	else if (qp->has_rq)
+		qp->rmsg_n = min_t(u32, qp->rq.depth, 256);
+	else
+		qp->rmsg_n = 1;
+
+	cap->max_send_wr = qp->sq.depth;
+	cap->max_send_sge = qp->max_send_sge;
+	cap->max_inline_data = qp->max_inline;
+	cap->max_recv_wr = qp->has_rq ? qp->rq.depth : 0;
+	cap->max_recv_sge = qp->has_rq ? qp->max_recv_sge : 0;
+	return 0;
+}
+
+static void mrc_qp_free_bufs(struct mrc_qp *qp)
+{
+	mrc_ring_free(&qp->sq);
+	mrc_ring_free(&qp->rq);
+	kvfree(qp->swqe);
+	kvfree(qp->sq_shadow);
+	kvfree(qp->tx_slots);
+	kfree(qp->rx_map);
+	kvfree(qp->rmsg);
+	qp->swqe = NULL;
+	qp->sq_shadow = NULL;
+	qp->tx_slots = NULL;
+	qp->rx_map = NULL;
+	qp->rmsg = NULL;
+}
+
+int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		  struct ib_udata *udata)
+{
+	struct mrc_dev *mdev = to_mdev(ibqp->device);
+	struct mrc_qp *qp = to_mqp(ibqp);
+	struct metaroce_create_qp_resp resp = {};
+	u32 qpn;
+	int err;
+
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UD:
+	case IB_QPT_GSI:
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (init->create_flags)
+		return -EOPNOTSUPP;
+	if (udata && udata->outlen < sizeof(resp))
+		return -EINVAL;
+	if (atomic_inc_return(&mdev->n_qp) > MRC_MAX_QP) {
+		atomic_dec(&mdev->n_qp);
+		return -ENOMEM;
+	}
+
+	qp->mdev = mdev;
+	spin_lock_init(&qp->lock);
+	mutex_init(&qp->state_mutex);
+	refcount_set(&qp->ref, 1);
+	init_completion(&qp->done);
+	skb_queue_head_init(&qp->txq);
+	INIT_WORK(&qp->send_work, mrc_send_work);
+	hrtimer_init(&qp->tx_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
+	qp->tx_timer.function = mrc_tx_timer_fn;
+	hrtimer_init(&qp->ack_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
+	qp->ack_timer.function = mrc_ack_timer_fn;
+	qp->state = IB_QPS_RESET;
+	qp->is_user = !!udata;
+	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	qp->pd = to_mpd(ibqp->pd);
+	qp->scq = to_mcq(init->send_cq);
+	qp->rcq = to_mcq(init->recv_cq);
+	qp->srq = init->srq ? to_msrq(init->srq) : NULL;
+	qp->pmtu_shift = 10;
+	qp->retry_cnt = 7;
+	qp->rnr_retry = 7;
+	qp->timeout = 14;
+
+	err = mrc_qp_sizes(qp, init);
+	if (err)
+		goto err_count;
+	err = mrc_ring_alloc(mdev, &qp->sq, qp->sq.depth, qp->sq.stride, udata);
+	if (err)
+		goto err_count;
+	if (qp->has_rq) {
+		err = mrc_ring_alloc(mdev, &qp->rq, qp->rq.depth, qp->rq.stride,
+				     udata);
+		if (err)
+			goto err_bufs;
+	}
+	err = -ENOMEM;
+	qp->swqe = kvcalloc(qp->sq.depth, sizeof(*qp->swqe), GFP_KERNEL);
+	qp->sq_shadow = kvmalloc_array(qp->sq.depth, qp->sq.stride,
+				       GFP_KERNEL);
+	qp->tx_slots = kvcalloc(MRC_TX_SLOTS, sizeof(*qp->tx_slots),
+				GFP_KERNEL);
+	qp->rx_map = kcalloc(MRC_RX_BITS / 64, sizeof(u64), GFP_KERNEL);
+	qp->rmsg = kvcalloc(qp->rmsg_n, sizeof(*qp->rmsg), GFP_KERNEL);
+	if (!qp->swqe || !qp->sq_shadow || !qp->tx_slots || !qp->rx_map ||
+	    !qp->rmsg)
+		goto err_bufs;
+
+	if (init->qp_type == IB_QPT_GSI) {
+		qpn = 1;
+		err = xa_insert_irq(&mdev->qpn_xa, qpn, qp, GFP_KERNEL);
+	} else {
+		err = xa_alloc_cyclic_irq(&mdev->qpn_xa, &qpn, qp,
+					  XA_LIMIT(16, 0xffffff),
+					  &mdev->next_qpn, GFP_KERNEL);
+		if (err > 0)
+			err = 0;
+	}
+	if (err)
+		goto err_bufs;
+	ibqp->qp_num = qpn;
+	qp->sport_base = (u16)(qpn * 2654435761u >> 16);
+
+	if (udata) {
+		resp.sq_mmap_offset = mrc_ring_mmap_offset(&qp->sq);
+		resp.sq_mmap_size = qp->sq.size;
+		resp.sq_depth = qp->sq.depth;
+		resp.sq_stride = qp->sq.stride;
+		if (qp->has_rq) {
+			resp.rq_mmap_offset = mrc_ring_mmap_offset(&qp->rq);
+			resp.rq_mmap_size = qp->rq.size;
+			resp.rq_depth = qp->rq.depth;
+			resp.rq_stride = qp->rq.stride;
+		}
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_xa;
+	}
+	return 0;
+
+err_xa:
+	xa_erase_irq(&mdev->qpn_xa, qpn);
+err_bufs:
+	mrc_qp_free_bufs(qp);
+err_count:
+	atomic_dec(&mdev->n_qp);
+	return err;
+}
+
+static u8 mrc_mtu_shift(enum ib_mtu mtu)
+{
+	return 7 + (u8)mtu;	/* IB_MTU_256 is 1 */
+}
+
+static int mrc_qp_set_av(struct mrc_qp *qp, struct rdma_ah_attr *ah)
+{
+	const struct ib_global_route *grh;
+	const struct ib_gid_attr *sattr;
+
+	if (!(rdma_ah_get_ah_flags(ah) & IB_AH_GRH))
+		return -EINVAL;
+	grh = rdma_ah_read_grh(ah);
+	sattr = grh->sgid_attr;
+	if (!sattr || sattr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return -EINVAL;
+	if (ipv6_addr_v4mapped((struct in6_addr *)sattr->gid.raw) !=
+	    ipv6_addr_v4mapped((struct in6_addr *)grh->dgid.raw))
+		return -EINVAL;
+	qp->is_ipv6 = !ipv6_addr_v4mapped((struct in6_addr *)grh->dgid.raw);
+	if (qp->is_ipv6) {
+		/* IPv6 GIDs are listed; the IPv6 data path is not there yet */
+		return -EOPNOTSUPP;
+	}
+	qp->saddr4 = ((struct in6_addr *)sattr->gid.raw)->s6_addr32[3];
+	qp->daddr4 = ((struct in6_addr *)grh->dgid.raw)->s6_addr32[3];
+	qp->tos = grh->traffic_class;
+	qp->ttl = grh->hop_limit;
+	qp->av = *ah;
+	qp->av.grh.sgid_attr = NULL;
+	return 0;
+}
+
+/* state reset: queues emptied, engines idle */
+static void mrc_qp_reset(struct mrc_qp *qp)
+{
+	qp->sq_cons = 0;
+	qp->sq_next = 0;
+	qp->sq_prod = 0;
+	qp->rq_cons = 0;
+	qp->rmsn_base = 0;
+	qp->smsn = 0;
+	qp->rd_outstanding = 0;
+	memset(qp->rd, 0, sizeof(qp->rd));
+	qp->err_pending = false;
+	qp->err_has_rmsn = false;
+	qp->rnr_wait = false;
+	qp->ack_now = false;
+	memset(qp->aresp, 0, sizeof(qp->aresp));
+	memset(qp->rmsg, 0, qp->rmsg_n * sizeof(*qp->rmsg));
+	if (!qp->is_user) {
+		qp->sq.hdr->prod = 0;
+		qp->sq.hdr->cons = 0;
+		if (qp->has_rq) {
+			qp->rq.hdr->prod = 0;
+			qp->rq.hdr->cons = 0;
+		}
+	} else {
+		/* the provider's producer index stays where it was */
+		qp->sq_cons = READ_ONCE(qp->sq.hdr->prod);
+		qp->sq_next = qp->sq_cons;
+		qp->sq_prod = qp->sq_cons;
+		WRITE_ONCE(qp->sq.hdr->cons, qp->sq_cons);
+		if (qp->has_rq) {
+			qp->rq_cons = READ_ONCE(qp->rq.hdr->prod);
+			WRITE_ONCE(qp->rq.hdr->cons, qp->rq_cons);
+		}
+	}
+}
+
+int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		  struct ib_udata *udata)
+{
+	struct mrc_qp *qp = to_mqp(ibqp);
+	enum ib_qp_state cur, new;
+	int err = 0;
+
+	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+		return -EOPNOTSUPP;
+	if (udata && udata->inlen)
+		return -EOPNOTSUPP;
+
+	mutex_lock(&qp->state_mutex);
+	spin_lock_bh(&qp->lock);
+	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
+	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	if (!ib_modify_qp_is_ok(cur, new, ibqp->qp_type, mask)) {
+		err = -EINVAL;
+		goto out;
+	}
+	if ((mask & IB_QP_PORT) && attr->port_num != 1) {
+		err = -EINVAL;
+		goto out;
+	}
+	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index) {
+		err = -EINVAL;
+		goto out;
+	}
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > MRC_MAX_RD_ATOM) {
+		err = -EINVAL;
+		goto out;
+	}
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > MRC_MAX_RD_ATOM) {
+		err = -EINVAL;
+		goto out;
+	}
+	if ((mask & IB_QP_PATH_MTU) &&
+	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096)) {
+		err = -EINVAL;
+		goto out;
+	}
+	if ((mask & IB_QP_AV) && ibqp->qp_type == IB_QPT_RC) {
+		err = mrc_qp_set_av(qp, &attr->ah_attr);
+		if (err)
+			goto out;
+	}
+
+	if (mask & IB_QP_ACCESS_FLAGS)
+		qp->access = attr->qp_access_flags;
+	if (mask & IB_QP_QKEY)
+		qp->qkey = attr->qkey;
+	if (mask & IB_QP_PATH_MTU) {
+		int pay = mrc_mtu_payload(qp->mdev);
+
+		qp->pmtu_shift = mrc_mtu_shift(attr->path_mtu);
+		/* never build packets the netdev cannot carry */
+		while (qp->pmtu_shift > MRC_PMTU_MIN_SHIFT &&
+		       (1 << qp->pmtu_shift) > pay)
+			qp->pmtu_shift--;
+	}
+	if (mask & IB_QP_DEST_QPN)
+		qp->dest_qpn = attr->dest_qp_num & 0xffffff;
+	if (mask & IB_QP_RQ_PSN)
+		qp->rq_psn_attr = attr->rq_psn & 0xffffff;
+	if (mask & IB_QP_SQ_PSN)
+		qp->sq_psn_attr = attr->sq_psn & 0xffffff;
+	if (mask & IB_QP_TIMEOUT)
+		qp->timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		qp->retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		qp->rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		qp->min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		qp->max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		qp->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+
+	if (!(mask & IB_QP_STATE) || new == cur)
+		goto out_state;
+
+	switch (new) {
+	case IB_QPS_RESET:
+		mrc_qp_reset(qp);
+		break;
+	case IB_QPS_INIT:
+		if (cur == IB_QPS_RESET)
+			mrc_qp_reset(qp);
+		break;
+	case IB_QPS_RTR:
+		/* PSNs are 24 bits in the verbs API: start inside that space */
+		mrc_rx_init(&qp->rx, qp->rx_map, MRC_RX_BITS, qp->rq_psn_attr);
+		mrc_ackc_init(&qp->ackc, mrc_ack_every ? mrc_ack_every : 1,
+			      mrc_ack_delay_us);
+		break;
+	case IB_QPS_RTS:
+		if (cur == IB_QPS_RTR) {
+			mrc_tx_init(&qp->tx, qp->tx_slots, MRC_TX_SLOTS,
+				    qp->sq_psn_attr,
+				    clamp_val(mrc_window, 16, MRC_TX_SLOTS));
+			mrc_rtt_init(&qp->tx.rtt, mrc_rto_init_us,
+				     mrc_rto_min_us, 4000000);
+			qp->rnr_left = qp->rnr_retry;
+		}
+		break;
+	default:
+		break;
+	}
+	qp->state = new;
+	if (new == IB_QPS_ERR) {
+		spin_unlock_bh(&qp->lock);
+		mrc_qp_error(qp);
+		mutex_unlock(&qp->state_mutex);
+		return 0;
+	}
+out_state:
+out:
+	spin_unlock_bh(&qp->lock);
+	mutex_unlock(&qp->state_mutex);
+	if (!err && qp->state == IB_QPS_RTS)
+		mrc_send_kick(qp);
+	return err;
+}
+
+int mrc_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		 struct ib_qp_init_attr *init)
+{
+	struct mrc_qp *qp = to_mqp(ibqp);
+
+	memset(attr, 0, sizeof(*attr));
+	spin_lock_bh(&qp->lock);
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	attr->path_mtu = (enum ib_mtu)(qp->pmtu_shift - 7);
+	attr->path_mig_state = IB_MIG_MIGRATED;
+	attr->qkey = qp->qkey;
+	attr->rq_psn = (qp->state >= IB_QPS_RTR && qp->state != IB_QPS_ERR) ?
+		       qp->rx.nxt & 0xffffff : qp->rq_psn_attr;
+	attr->sq_psn = (qp->state >= IB_QPS_RTS && qp->state != IB_QPS_ERR) ?
+		       qp->tx.nxt & 0xffffff : qp->sq_psn_attr;
+	attr->dest_qp_num = qp->dest_qpn;
+	attr->qp_access_flags = qp->access;
+	attr->cap.max_send_wr = qp->sq.depth;
+	attr->cap.max_send_sge = qp->max_send_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+	attr->cap.max_recv_wr = qp->has_rq ? qp->rq.depth : 0;
+	attr->cap.max_recv_sge = qp->has_rq ? qp->max_recv_sge : 0;
+	attr->ah_attr = qp->av;
+	attr->pkey_index = 0;
+	attr->max_rd_atomic = qp->max_rd_atomic;
+	attr->max_dest_rd_atomic = qp->max_dest_rd_atomic;
+	attr->min_rnr_timer = qp->min_rnr_timer;
+	attr->port_num = 1;
+	attr->timeout = qp->timeout;
+	attr->retry_cnt = qp->retry_cnt;
+	attr->rnr_retry = qp->rnr_retry;
+	attr->sq_draining = 0;
+	spin_unlock_bh(&qp->lock);
+
+	memset(init, 0, sizeof(*init));
+	init->qp_type = ibqp->qp_type;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->cap = attr->cap;
+	init->sq_sig_type = qp->sq_sig_all ? IB_SIGNAL_ALL_WR :
+					     IB_SIGNAL_REQ_WR;
+	return 0;
+}
+
+int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct mrc_qp *qp = to_mqp(ibqp);
+	struct mrc_dev *mdev = qp->mdev;
+
+	mutex_lock(&qp->state_mutex);
+	spin_lock_bh(&qp->lock);
+	qp->dead = true;
+	spin_unlock_bh(&qp->lock);
+	mutex_unlock(&qp->state_mutex);
+
+	xa_erase_irq(&mdev->qpn_xa, ibqp->qp_num);
+	/* wait for packets in the receive path to let go */
+	mrc_qp_put(qp);
+	wait_for_completion(&qp->done);
+	hrtimer_cancel(&qp->tx_timer);
+	hrtimer_cancel(&qp->ack_timer);
+	cancel_work_sync(&qp->send_work);
+	skb_queue_purge(&qp->txq);
+	mrc_qp_free_bufs(qp);
+	atomic_dec(&mdev->n_qp);
+	return 0;
+}
+
+/* kernel ULPs: translate ib_send_wr into ring slots */
+static int mrc_post_one_send(struct mrc_qp *qp, const struct ib_send_wr *wr)
+{
+	struct metaroce_send_wqe *w;
+	struct metaroce_sge *sge;
+	u32 prod = qp->sq.hdr->prod;
+	int i;
+
+	if (prod - qp->sq_cons >= qp->sq.depth)
+		return -ENOMEM;
+	if (wr->num_sge > qp->max_send_sge)
+		return -EINVAL;
+	w = mrc_ring_slot(&qp->sq, prod);
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = wr->send_flags;
+	w->imm_data = (__force u32)wr->ex.imm_data;
+	switch (wr->opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		w->remote_addr = rdma_wr(wr)->remote_addr;
+		w->rkey = rdma_wr(wr)->rkey;
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		w->remote_addr = atomic_wr(wr)->remote_addr;
+		w->rkey = atomic_wr(wr)->rkey;
+		w->compare_add = atomic_wr(wr)->compare_add;
+		w->swap = atomic_wr(wr)->swap;
+		break;
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+		break;
+	case IB_WR_SEND_WITH_INV:
+		w->imm_data = wr->ex.invalidate_rkey;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (qp->ibqp.qp_type != IB_QPT_RC)
+		return -EOPNOTSUPP;
+
+	if (wr->send_flags & IB_SEND_INLINE) {
+		u8 *d = (u8 *)(w + 1);
+		u32 len = 0;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			if (len + wr->sg_list[i].length > qp->max_inline)
+				return -EINVAL;
+			memcpy(d + len, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			len += wr->sg_list[i].length;
+		}
+		w->inline_len = len;
+		w->num_sge = 0;
+	} else {
+		sge = (struct metaroce_sge *)(w + 1);
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		w->num_sge = wr->num_sge;
+	}
+	smp_store_release(&qp->sq.hdr->prod, prod + 1);
+	return 0;
+}
+
+int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		  const struct ib_send_wr **bad)
+{
+	struct mrc_qp *qp = to_mqp(ibqp);
+	int err = 0;
+
+	if (qp->is_user) {
+		/* the doorbell: work requests are already in the ring */
+		if (wr) {
+			*bad = wr;
+			return -EINVAL;
+		}
+		mrc_send_kick(qp);
+		return 0;
+	}
+	spin_lock_bh(&qp->lock);
+	if (qp->state < IB_QPS_RTS && qp->state != IB_QPS_ERR) {
+		spin_unlock_bh(&qp->lock);
+		*bad = wr;
+		return -EINVAL;
+	}
+	for (; wr; wr = wr->next) {
+		err = mrc_post_one_send(qp, wr);
+		if (err) {
+			*bad = wr;
+			break;
+		}
+	}
+	spin_unlock_bh(&qp->lock);
+	mrc_send_kick(qp);
+	return err;
+}
+
+static int mrc_post_one_recv(struct mrc_ring *ring, u32 cons, u32 max_sge,
+			     const struct ib_recv_wr *wr)
+{
+	struct metaroce_recv_wqe *w;
+	struct metaroce_sge *sge;
+	u32 prod = ring->hdr->prod;
+	int i;
+
+	if (prod - cons >= ring->depth)
+		return -ENOMEM;
+	if (wr->num_sge > max_sge)
+		return -EINVAL;
+	w = mrc_ring_slot(ring, prod);
+	w->wr_id = wr->wr_id;
+	w->num_sge = wr->num_sge;
+	w->reserved = 0;
+	sge = (struct metaroce_sge *)(w + 1);
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i].addr = wr->sg_list[i].addr;
+		sge[i].length = wr->sg_list[i].length;
+		sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	smp_store_release(&ring->hdr->prod, prod + 1);
+	return 0;
+}
+
+int mrc_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		  const struct ib_recv_wr **bad)
+{
+	struct mrc_qp *qp = to_mqp(ibqp);
+	bool flush;
+	int err = 0;
+
+	if (qp->is_user || !qp->has_rq) {
+		*bad = wr;
+		return -EINVAL;
+	}
+	spin_lock_bh(&qp->lock);
+	for (; wr; wr = wr->next) {
+		err = mrc_post_one_recv(&qp->rq, qp->rq_cons, qp->max_recv_sge,
+					wr);
+		if (err) {
+			*bad = wr;
+			break;
+		}
+	}
+	flush = qp->state == IB_QPS_ERR;
+	spin_unlock_bh(&qp->lock);
+	if (flush)
+		mrc_flush_rq(qp);
+	return err;
+}
+
+/**
+ * mrc_rq_peek() - copy and validate RQ WQE @idx (rq_cons <= idx < prod).
+ * @qp: the QP.
+ * @idx: ring index.
+ * @out: the validated copy.
+ *
+ * Return: 0, -EAGAIN if not posted yet, -EINVAL if the WQE is malformed.
+ */
+int mrc_rq_peek(struct mrc_qp *qp, u32 idx, struct mrc_rwqe *out)
+{
+	const struct metaroce_recv_wqe *w;
+	const struct metaroce_sge *sge;
+	u32 prod = smp_load_acquire(&qp->rq.hdr->prod);
+	u32 avail = prod - qp->rq_cons;
+	u32 i, n;
+	u64 len = 0;
+
+	if (!qp->has_rq)
+		return -EAGAIN;
+	if (avail > qp->rq.depth)
+		return -EINVAL;
+	if (idx - qp->rq_cons >= avail)
+		return -EAGAIN;
+	w = mrc_ring_slot(&qp->rq, idx);
+	out->wr_id = READ_ONCE(w->wr_id);
+	n = READ_ONCE(w->num_sge);
+	if (n > qp->max_recv_sge)
+		return -EINVAL;
+	sge = (const struct metaroce_sge *)(w + 1);
+	memcpy(out->sge, sge, n * sizeof(*sge));
+	for (i = 0; i < n; i++)
+		len += out->sge[i].length;
+	if (len > MRC_MAX_MSG_LEN)
+		return -EINVAL;
+	out->num_sge = n;
+	out->length = len;
+	return 0;
+}
+
+/* ---- shared receive queues ---- */
+
+int mrc_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		   struct ib_udata *udata)
+{
+	struct mrc_dev *mdev = to_mdev(ibsrq->device);
+	struct mrc_srq *srq = to_msrq(ibsrq);
+	struct metaroce_create_srq_resp resp = {};
+	u32 depth, stride, idx;
+	int err;
+
+	if (init->srq_type != IB_SRQT_BASIC)
+		return -EOPNOTSUPP;
+	if (!init->attr.max_wr || init->attr.max_wr > MRC_MAX_SRQ_WR ||
+	    init->attr.max_sge > MRC_MAX_SGE)
+		return -EINVAL;
+	if (udata && udata->outlen < sizeof(resp))
+		return -EINVAL;
+	if (atomic_inc_return(&mdev->n_srq) > MRC_MAX_SRQ) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+	spin_lock_init(&srq->lock);
+	srq->is_user = !!udata;
+	srq->pd = to_mpd(ibsrq->pd);
+	depth = roundup_pow_of_two(init->attr.max_wr + 1);
+	stride = roundup_pow_of_two(MRC_RWQE_HDR +
+			max_t(u32, init->attr.max_sge, 1) * MRC_SGE_SZ);
+	srq->max_sge = min_t(u32, MRC_MAX_SGE,
+			     (stride - MRC_RWQE_HDR) / MRC_SGE_SZ);
+	srq->limit = init->attr.srq_limit;
+	err = mrc_ring_alloc(mdev, &srq->ring, depth, stride, udata);
+	if (err)
+		goto err_count;
+	err = xa_alloc_cyclic(&mdev->srq_xa, &idx, srq, XA_LIMIT(1, 0xffffff),
+			      &mdev->next_srq, GFP_KERNEL);
+	if (err < 0)
+		goto err_ring;
+	srq->srq_num = idx;
+	init->attr.max_wr = depth - 1;
+	init->attr.max_sge = srq->max_sge;
+	if (udata) {
+		resp.mmap_offset = mrc_ring_mmap_offset(&srq->ring);
+		resp.mmap_size = srq->ring.size;
+		resp.depth = depth;
+		resp.stride = stride;
+		resp.srq_num = idx;
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_xa;
+	}
+	return 0;
+
+err_xa:
+	xa_erase(&mdev->srq_xa, idx);
+err_ring:
+	mrc_ring_free(&srq->ring);
+err_count:
+	atomic_dec(&mdev->n_srq);
+	return err;
+}
+
+int mrc_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		   enum ib_srq_attr_mask mask, struct ib_udata *udata)
+{
+	struct mrc_srq *srq = to_msrq(ibsrq);
+
+	if (mask & IB_SRQ_MAX_WR)
+		return -EOPNOTSUPP;	/* resizing is not supported */
+	if (mask & IB_SRQ_LIMIT) {
+		if (attr->srq_limit >= srq->ring.depth)
+			return -EINVAL;
+		spin_lock_bh(&srq->lock);
+		srq->limit = attr->srq_limit;
+		spin_unlock_bh(&srq->lock);
+	}
+	return 0;
+}
+
+int mrc_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+{
+	struct mrc_srq *srq = to_msrq(ibsrq);
+
+	attr->max_wr = srq->ring.depth - 1;
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = srq->limit;
+	return 0;
+}
+
+int mrc_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+{
+	struct mrc_srq *srq = to_msrq(ibsrq);
+	struct mrc_dev *mdev = to_mdev(ibsrq->device);
+
+	xa_erase(&mdev->srq_xa, srq->srq_num);
+	spin_lock_bh(&srq->lock);
+	mrc_ring_free(&srq->ring);
+	spin_unlock_bh(&srq->lock);
+	atomic_dec(&mdev->n_srq);
+	return 0;
+}
+
+int mrc_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+		      const struct ib_recv_wr **bad)
+{
+	struct mrc_srq *srq = to_msrq(ibsrq);
+	int err = 0;
+
+	if (srq->is_user) {
+		*bad = wr;
+		return -EINVAL;
+	}
+	spin_lock_bh(&srq->lock);
+	for (; wr; wr = wr->next) {
+		err = mrc_post_one_recv(&srq->ring, srq->cons, srq->max_sge,
+					wr);
+		if (err) {
+			*bad = wr;
+			break;
+		}
+	}
+	spin_unlock_bh(&srq->lock);
+	return err;
+}
+
+/**
+ * mrc_srq_take() - take the next SRQ WQE.
+ * @srq: the SRQ.
+ * @out: the validated copy.
+ *
+ * Return: true with @out filled; false if the SRQ is empty or the WQE was
+ * malformed (then it is skipped).
+ */
+bool mrc_srq_take(struct mrc_srq *srq, struct mrc_rwqe *out)
+{
+	const struct metaroce_recv_wqe *w;
+	struct ib_event ev;
+	bool fire = false, ok = false;
+	u32 prod, n, i;
+	u64 len = 0;
+
+	spin_lock_bh(&srq->lock);
+	if (!srq->ring.buf)
+		goto out;
+	prod = smp_load_acquire(&srq->ring.hdr->prod);
+	if (prod == srq->cons || prod - srq->cons > srq->ring.depth)
+		goto out;
+	w = mrc_ring_slot(&srq->ring, srq->cons);
+	out->wr_id = READ_ONCE(w->wr_id);
+	n = READ_ONCE(w->num_sge);
+	if (n <= srq->max_sge) {
+		memcpy(out->sge, w + 1, n * sizeof(struct metaroce_sge));
+		for (i = 0; i < n; i++)
+			len += out->sge[i].length;
+		out->num_sge = n;
+		out->length = len;
+		ok = len <= MRC_MAX_MSG_LEN;
+	}
+	srq->cons++;
+	smp_store_release(&srq->ring.hdr->cons, srq->cons);
+	if (srq->limit && prod - srq->cons < srq->limit) {
+		srq->limit = 0;
+		fire = true;
+	}
+out:
+	spin_unlock_bh(&srq->lock);
+	if (fire && srq->ibsrq.event_handler) {
+		ev.device = srq->ibsrq.device;
+		ev.element.srq = &srq->ibsrq;
+		ev.event = IB_EVENT_SRQ_LIMIT_REACHED;
+		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
+	}
+	return ok;
+}

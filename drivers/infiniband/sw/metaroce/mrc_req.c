@@ -1,0 +1,804 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * metaroce: the requester.  Turns send WQEs into packets, handles ACKs and
+ * responses, retransmits what the engine declares lost and completes WQEs
+ * in order.
+ */
+#include "mrc.h"
+
+/* microseconds of an IBTA RNR timer code (code 0 is the longest) */
+static u32 mrc_rnr_us(u8 code)
+{
+	static const u32 us[32] = {
+		655360, 10, 20, 30, 40, 60, 80, 120,
+		160, 240, 320, 480, 640, 960, 1280, 1920,
+		2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
+		40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+	};
+
+	return us[code & 31];
+}
+
+static u8 mrc_wr_op(u32 opcode)
+{
+	switch (opcode) {
+	case METAROCE_WR_SEND:
+	case METAROCE_WR_SEND_WITH_IMM:
+	case METAROCE_WR_SEND_WITH_INV:
+		return MRC_OP_SEND;
+	case METAROCE_WR_RDMA_WRITE:
+	case METAROCE_WR_RDMA_WRITE_WITH_IMM:
+		return MRC_OP_WRITE;
+	case METAROCE_WR_RDMA_READ:
+		return MRC_OP_READ_REQ;
+	case METAROCE_WR_ATOMIC_CMP_AND_SWP:
+		return MRC_OP_ATOMIC_CS;
+	case METAROCE_WR_ATOMIC_FETCH_AND_ADD:
+		return MRC_OP_ATOMIC_FA;
+	default:
+		return 0;
+	}
+}
+
+static bool mrc_op_needs_resp(u8 op)
+{
+	return op == MRC_OP_READ_REQ || op == MRC_OP_ATOMIC_CS ||
+	       op == MRC_OP_ATOMIC_FA;
+}
+
+static bool mrc_wr_consumes_recv(u32 opcode)
+{
+	return opcode == METAROCE_WR_SEND ||
+	       opcode == METAROCE_WR_SEND_WITH_IMM ||
+	       opcode == METAROCE_WR_SEND_WITH_INV ||
+	       opcode == METAROCE_WR_RDMA_WRITE_WITH_IMM;
+}
+
+static struct mrc_swqe *mrc_swqe(struct mrc_qp *qp, u32 idx)
+{
+	return &qp->swqe[idx & (qp->sq.depth - 1)];
+}
+
+/*
+ * Copy SQ slot @idx out of the (possibly user-mapped) ring and validate it.
+ * Return: IB_WC_SUCCESS or the completion status to fail the WQE with.
+ */
+static u8 mrc_swqe_load(struct mrc_qp *qp, u32 idx)
+{
+	struct mrc_swqe *s = mrc_swqe(qp, idx);
+	u8 *shadow = qp->sq_shadow + (size_t)(idx & (qp->sq.depth - 1)) *
+		     qp->sq.stride;
+	const struct metaroce_send_wqe *w = (const void *)shadow;
+	u64 len = 0;
+	u32 i;
+
+	memcpy(shadow, mrc_ring_slot(&qp->sq, idx), qp->sq.stride);
+	memset(s, 0, offsetof(struct mrc_swqe, sge));
+	s->wr = *w;
+	s->started = true;
+	s->shift = qp->pmtu_shift;
+	s->op = mrc_wr_op(w->opcode);
+	if (!s->op)
+		return IB_WC_LOC_QP_OP_ERR;
+
+	if (w->send_flags & METAROCE_SEND_INLINE) {
+		if (s->op != MRC_OP_SEND && s->op != MRC_OP_WRITE)
+			return IB_WC_LOC_QP_OP_ERR;
+		if (w->inline_len > qp->max_inline)
+			return IB_WC_LOC_LEN_ERR;
+		s->inline_data = shadow + sizeof(*w);
+		len = w->inline_len;
+	} else {
+		if (w->num_sge > qp->max_send_sge)
+			return IB_WC_LOC_LEN_ERR;
+		memcpy(s->sge, shadow + sizeof(*w),
+		       w->num_sge * sizeof(struct metaroce_sge));
+		for (i = 0; i < w->num_sge; i++)
+			len += s->sge[i].length;
+	}
+	if (len > MRC_MAX_MSG_LEN)
+		return IB_WC_LOC_LEN_ERR;
+	s->length = len;
+
+	switch (s->op) {
+	case MRC_OP_ATOMIC_CS:
+	case MRC_OP_ATOMIC_FA:
+		if (len != 8 || (w->remote_addr & 7))
+			return IB_WC_LOC_QP_OP_ERR;
+		s->npsn = 1;
+		break;
+	default:
+		s->npsn = mrc_seg_count(s->length, s->shift);
+		break;
+	}
+	if (mrc_wr_consumes_recv(w->opcode))
+		s->rmsn = qp->smsn++;
+	return IB_WC_SUCCESS;
+}
+
+static void mrc_fill_base(struct mrc_qp *qp, struct mrc_pkt *p, u8 op,
+			  u32 psn, u32 now)
+{
+	memset(p, 0, sizeof(*p));
+	p->opcode = op;
+	p->dqpn = qp->dest_qpn;
+	p->sqpn = qp->ibqp.qp_num;
+	p->psn = psn;
+	p->tsval = now;
+}
+
+/*
+ * Build the packet for PSN @psn of WQE @s (a READ request asks for @n
+ * response segments from there).  Return: 0, or an IB_WC_* error.
+ */
+static int mrc_build_req(struct mrc_qp *qp, struct mrc_swqe *s, u32 psn,
+			 u32 n, bool retx, u32 now, u16 sport)
+{
+	u32 k = psn - s->first_psn;
+	u32 off = k << s->shift;
+	u32 pay = 0, hlen;
+	struct sk_buff *skb;
+	struct mrc_pkt p;
+	int err;
+
+	mrc_fill_base(qp, &p, s->op, psn, now);
+	p.pmtu_shift = s->shift;
+	if (retx)
+		p.flags |= MRC_F_RETX;
+
+	switch (s->op) {
+	case MRC_OP_SEND:
+	case MRC_OP_WRITE:
+		pay = min_t(u32, s->length - off, 1u << s->shift);
+		if (k == s->npsn - 1) {
+			p.flags |= MRC_F_LAST | MRC_F_ACKREQ;
+			if (s->wr.send_flags & METAROCE_SEND_SOLICITED)
+				p.flags |= MRC_F_SOLICITED;
+		}
+		if (s->wr.opcode == METAROCE_WR_SEND_WITH_IMM ||
+		    s->wr.opcode == METAROCE_WR_RDMA_WRITE_WITH_IMM)
+			p.flags |= MRC_F_IMM;
+		if (s->wr.opcode == METAROCE_WR_SEND_WITH_INV)
+			p.flags |= MRC_F_INV;
+		if (s->op == MRC_OP_WRITE) {
+			p.req.va = s->wr.remote_addr + off;
+			p.req.rkey = s->wr.rkey;
+		}
+		p.req.msg_len = s->length;
+		p.req.offset = off;
+		p.req.rmsn = s->rmsn;
+		p.req.imm = s->wr.imm_data;
+		if (!(p.flags & (MRC_F_IMM | MRC_F_INV)))
+			p.req.imm = 0;
+		if (s->op == MRC_OP_SEND)
+			p.req.rmsn = s->rmsn;
+		else if (!(p.flags & MRC_F_IMM))
+			p.req.rmsn = 0;
+		break;
+	case MRC_OP_READ_REQ:
+		p.flags |= MRC_F_ACKREQ;
+		p.req.va = s->wr.remote_addr + off;
+		p.req.rkey = s->wr.rkey;
+		p.req.offset = off;
+		p.req.msg_len = s->length ? min_t(u64, s->length - off,
+						  (u64)n << s->shift) : 0;
+		break;
+	default:	/* atomics */
+		p.flags |= MRC_F_ACKREQ;
+		p.atomic.va = s->wr.remote_addr;
+		p.atomic.rkey = s->wr.rkey;
+		p.atomic.swap_add = s->op == MRC_OP_ATOMIC_CS ? s->wr.swap :
+							       s->wr.compare_add;
+		p.atomic.compare = s->op == MRC_OP_ATOMIC_CS ?
+				   s->wr.compare_add : 0;
+		break;
+	}
+
+	p.pay_len = pay;
+	hlen = mrc_wire_hdr_len(p.opcode, 0);
+	p.hdr_len = hlen;
+	skb = mrc_skb_alloc(qp, hlen, pay);
+	if (!skb)
+		return -ENOMEM;
+	mrc_wire_build(skb->data, &p);
+	if (pay) {
+		if (s->inline_data) {
+			memcpy(skb->data + hlen, s->inline_data + off, pay);
+		} else {
+			err = mrc_sge_copy(qp->mdev, qp->pd, s->sge,
+					   s->wr.num_sge, off, skb->data + hlen,
+					   pay, false, 0);
+			if (err) {
+				kfree_skb(skb);
+				return IB_WC_LOC_PROT_ERR;
+			}
+		}
+	}
+	mrc_queue_pkt(qp, skb, sport);
+	return 0;
+}
+
+/* the WQE that owns @psn, among those started and not completed */
+static struct mrc_swqe *mrc_find_swqe(struct mrc_qp *qp, u32 psn)
+{
+	u32 i;
+
+	for (i = qp->sq_cons; i != qp->sq_next + 1; i++) {
+		struct mrc_swqe *s = mrc_swqe(qp, i);
+
+		if (!s->started || !s->sent)
+			break;
+		if (mrc_psn_in(psn, s->first_psn, s->first_psn + s->sent))
+			return s;
+		if (i == qp->sq_next)
+			break;
+	}
+	return NULL;
+}
+
+static void mrc_cqe_send(struct mrc_qp *qp, struct mrc_swqe *s, u8 status)
+{
+	struct metaroce_cqe c = {
+		.wr_id = s->wr.wr_id,
+		.byte_len = s->length,
+		.qp_num = qp->ibqp.qp_num,
+		.status = status,
+	};
+
+	switch (s->wr.opcode) {
+	case METAROCE_WR_RDMA_WRITE:
+	case METAROCE_WR_RDMA_WRITE_WITH_IMM:
+		c.opcode = METAROCE_WC_RDMA_WRITE;
+		break;
+	case METAROCE_WR_RDMA_READ:
+		c.opcode = METAROCE_WC_RDMA_READ;
+		break;
+	case METAROCE_WR_ATOMIC_CMP_AND_SWP:
+		c.opcode = METAROCE_WC_COMP_SWAP;
+		break;
+	case METAROCE_WR_ATOMIC_FETCH_AND_ADD:
+		c.opcode = METAROCE_WC_FETCH_ADD;
+		break;
+	default:
+		c.opcode = METAROCE_WC_SEND;
+		break;
+	}
+	mrc_cq_post(qp->scq, &c, false);
+}
+
+static void mrc_sq_retire(struct mrc_qp *qp)
+{
+	qp->sq_cons++;
+	smp_store_release(&qp->sq.hdr->cons, qp->sq_cons);
+}
+
+/* complete, in order, every WQE whose PSNs are all delivered */
+void mrc_sq_complete(struct mrc_qp *qp)
+{
+	while (qp->sq_cons != qp->sq_next) {
+		struct mrc_swqe *s = mrc_swqe(qp, qp->sq_cons);
+
+		if (!s->started || s->sent != s->npsn ||
+		    !mrc_psn_le(s->first_psn + s->npsn, qp->tx.una))
+			break;
+		if (mrc_op_needs_resp(s->op) && qp->rd_outstanding)
+			qp->rd_outstanding--;
+		if (qp->sq_sig_all ||
+		    (s->wr.send_flags & METAROCE_SEND_SIGNALED))
+			mrc_cqe_send(qp, s, IB_WC_SUCCESS);
+		s->started = false;
+		mrc_sq_retire(qp);
+	}
+}
+
+/*
+ * Error: the WQE at sq_cons completes with @first_status (unless it is
+ * IB_WC_WR_FLUSH_ERR already), the rest with IB_WC_WR_FLUSH_ERR.
+ */
+void mrc_flush_sq(struct mrc_qp *qp, u8 first_status)
+{
+	u32 prod = smp_load_acquire(&qp->sq.hdr->prod);
+	u8 status = first_status;
+
+	if (!qp->sq.buf)
+		return;
+	if (prod - qp->sq_cons > qp->sq.depth)
+		prod = qp->sq_cons + qp->sq.depth;
+	while (qp->sq_cons != prod) {
+		struct mrc_swqe *s = mrc_swqe(qp, qp->sq_cons);
+
+		if (!s->started) {
+			const struct metaroce_send_wqe *w =
+				mrc_ring_slot(&qp->sq, qp->sq_cons);
+
+			s->wr.wr_id = READ_ONCE(w->wr_id);
+			s->wr.opcode = READ_ONCE(w->opcode);
+			s->length = 0;
+		}
+		mrc_cqe_send(qp, s, status);
+		s->started = false;
+		status = IB_WC_WR_FLUSH_ERR;
+		mrc_sq_retire(qp);
+	}
+	qp->sq_next = qp->sq_cons;
+	qp->sq_prod = qp->sq_cons;
+	qp->rd_outstanding = 0;
+}
+
+/* move to the error state and flush both queues (qp->lock not held) */
+void mrc_qp_error(struct mrc_qp *qp)
+{
+	spin_lock_bh(&qp->lock);
+	qp->state = IB_QPS_ERR;
+	mrc_flush_sq(qp, IB_WC_WR_FLUSH_ERR);
+	hrtimer_try_to_cancel(&qp->tx_timer);
+	qp->tx_timer_armed = false;
+	spin_unlock_bh(&qp->lock);
+	mrc_flush_rq(qp);
+}
+
+/* fail the WQE at sq_cons with @status and put the QP in error (locked) */
+static void mrc_req_fail(struct mrc_qp *qp, u8 status)
+{
+	qp->state = IB_QPS_ERR;
+	mrc_flush_sq(qp, status);
+	qp->tx_timer_armed = false;
+	hrtimer_try_to_cancel(&qp->tx_timer);
+}
+
+static void mrc_tx_mark_lost(struct mrc_tx *tx, u32 psn)
+{
+	struct mrc_tx_slot *sl = &tx->slots[psn & (tx->nslots - 1)];
+
+	if (!mrc_psn_in(psn, tx->una, tx->nxt))
+		return;
+	if (sl->flags & (MRC_TXS_ACKED | MRC_TXS_LOST))
+		return;
+	sl->flags |= MRC_TXS_LOST;
+	tx->lost++;
+}
+
+static bool mrc_can_start(struct mrc_qp *qp, struct mrc_swqe *s)
+{
+	u32 max_rd = max_t(u32, qp->max_rd_atomic, 1);
+
+	if ((s->wr.send_flags & METAROCE_SEND_FENCE) && qp->rd_outstanding)
+		return false;
+	if (mrc_op_needs_resp(s->op) && !s->sent &&
+	    qp->rd_outstanding >= max_rd)
+		return false;
+	return true;
+}
+
+/* retransmit lost PSNs; returns false if it ran out of budget */
+static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
+{
+	u32 psn = qp->tx.una;
+
+	while (qp->tx.lost && *budget) {
+		const struct mrc_tx_slot *sl;
+		struct mrc_swqe *s;
+		u16 sport;
+		int err;
+
+		if (!mrc_tx_next_lost(&qp->tx, &psn))
+			break;
+		s = mrc_find_swqe(qp, psn);
+		if (!s) {
+			/* no owner: cannot happen unless state is corrupt */
+			mrc_req_fail(qp, IB_WC_FATAL_ERR);
+			return true;
+		}
+		sl = mrc_tx_slot(&qp->tx, psn);
+		sport = mrc_pick_entropy(qp, sl->entropy);
+		err = mrc_build_req(qp, s, psn, 1, true, now, sport);
+		if (err) {
+			if (err == -ENOMEM)
+				return false;
+			mrc_req_fail(qp, err);
+			return true;
+		}
+		mrc_tx_sent(&qp->tx, psn, 1, now, sport, 0);
+		mrc_stat_inc(qp->mdev, MRC_ST_RETX_PKTS);
+		(*budget)--;
+		psn++;
+	}
+	return *budget != 0;
+}
+
+/* send new packets while the window allows */
+static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now)
+{
+	u32 prod = smp_load_acquire(&qp->sq.hdr->prod);
+
+	if (prod - qp->sq_cons > qp->sq.depth) {
+		/* a corrupt producer index: treat as a local QP error */
+		mrc_req_fail(qp, IB_WC_LOC_QP_OP_ERR);
+		return true;
+	}
+	while (*budget && qp->sq_next != prod) {
+		struct mrc_swqe *s = mrc_swqe(qp, qp->sq_next);
+		u32 n, psn;
+		u16 sport;
+		int err;
+
+		if (!s->started) {
+			u8 st = mrc_swqe_load(qp, qp->sq_next);
+
+			if (st != IB_WC_SUCCESS) {
+				/* earlier WQEs complete first */
+				if (qp->sq_cons != qp->sq_next)
+					return true;
+				mrc_req_fail(qp, st);
+				return true;
+			}
+		}
+		if (!mrc_can_start(qp, s))
+			return true;
+		n = 1;
+		if (s->op == MRC_OP_READ_REQ)
+			n = min_t(u32, s->npsn - s->sent, MRC_READ_CHUNK);
+		if (!mrc_tx_can_send(&qp->tx, n))
+			return true;
+		if (!s->sent) {
+			s->first_psn = qp->tx.nxt;
+			if (mrc_op_needs_resp(s->op))
+				qp->rd_outstanding++;
+		}
+		psn = s->first_psn + s->sent;
+		sport = mrc_pick_entropy(qp, 0);
+		err = mrc_build_req(qp, s, psn, n, false, now, sport);
+		if (err) {
+			if (!s->sent && mrc_op_needs_resp(s->op))
+				qp->rd_outstanding--;
+			if (err == -ENOMEM)
+				return false;
+			if (qp->sq_cons != qp->sq_next)
+				return true;
+			mrc_req_fail(qp, err);
+			return true;
+		}
+		mrc_tx_sent(&qp->tx, psn, n, now, sport,
+			    mrc_op_needs_resp(s->op) ? MRC_TXS_NEED_RESP : 0);
+		s->sent += n;
+		(*budget)--;
+		if (s->sent == s->npsn)
+			qp->sq_next++;
+	}
+	return *budget != 0;
+}
+
+/* (re)arm the transmit timer for the engine's next deadline (locked) */
+void mrc_tx_timer_update(struct mrc_qp *qp)
+{
+	u32 now = mrc_now(), at;
+	bool have;
+
+	if (qp->dead || qp->state != IB_QPS_RTS)
+		return;
+	have = mrc_tx_deadline(&qp->tx, &at);
+	if (qp->rnr_wait && (!have || mrc_time_before(qp->rnr_until, at))) {
+		at = qp->rnr_until;
+		have = true;
+	}
+	if (!have)
+		return;
+	if (qp->tx_timer_armed && !mrc_time_before(at, qp->tx_timer_at))
+		return;	/* fires no later than needed; it re-arms itself */
+	qp->tx_timer_at = at;
+	qp->tx_timer_armed = true;
+	hrtimer_start(&qp->tx_timer,
+		      ns_to_ktime((u64)max_t(s32, (s32)(at - now), 0) *
+				  NSEC_PER_USEC), HRTIMER_MODE_REL_SOFT);
+}
+
+/**
+ * mrc_send_run() - one pass of the send engine: responder output (ACKs,
+ * READ and atomic responses), retransmissions, then new packets.
+ * @qp: the QP; must not hold qp->lock.
+ */
+void mrc_send_run(struct mrc_qp *qp)
+{
+	u32 budget = MRC_TX_BUDGET;
+	bool more = false;
+	u32 now;
+
+	spin_lock_bh(&qp->lock);
+	if (qp->dead) {
+		spin_unlock_bh(&qp->lock);
+		return;
+	}
+	now = mrc_now();
+	if (qp->state == IB_QPS_ERR) {
+		mrc_flush_sq(qp, IB_WC_WR_FLUSH_ERR);
+		spin_unlock_bh(&qp->lock);
+		return;
+	}
+	if (qp->state >= IB_QPS_RTR && !mrc_resp_emit(qp, &budget))
+		more = true;
+	if (qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD) {
+		if (qp->rnr_wait && !mrc_time_before(now, qp->rnr_until)) {
+			qp->rnr_wait = false;
+			mrc_tx_mark_lost(&qp->tx, qp->rnr_psn);
+		}
+		if (!qp->rnr_wait && !mrc_send_retx(qp, &budget, now))
+			more = true;
+		if (qp->state == IB_QPS_RTS && !qp->rnr_wait &&
+		    !mrc_send_new(qp, &budget, now))
+			more = true;
+		mrc_tx_timer_update(qp);
+	}
+	spin_unlock_bh(&qp->lock);
+	mrc_flush_txq(qp);
+	if (more)
+		queue_work(mrc_wq, &qp->send_work);
+}
+
+void mrc_send_work(struct work_struct *work)
+{
+	mrc_send_run(container_of(work, struct mrc_qp, send_work));
+}
+
+void mrc_send_kick(struct mrc_qp *qp)
+{
+	mrc_send_run(qp);
+}
+
+static void mrc_update_rtt_stats(struct mrc_qp *qp)
+{
+	struct mrc_dev *mdev = qp->mdev;
+
+	mrc_stat_set(mdev, MRC_ST_RTT_LAST, qp->tx.rtt.latest);
+	mrc_stat_set(mdev, MRC_ST_RTT_SRTT, qp->tx.rtt.srtt);
+	if (!atomic64_read(&mdev->stats[MRC_ST_RTT_MIN]) ||
+	    qp->tx.rtt.min_rtt < atomic64_read(&mdev->stats[MRC_ST_RTT_MIN]))
+		mrc_stat_set(mdev, MRC_ST_RTT_MIN, qp->tx.rtt.min_rtt);
+}
+
+/* after an ACK or a response: losses, completions, timers (locked) */
+static void mrc_req_progress(struct mrc_qp *qp, u32 now)
+{
+	u32 lost = mrc_tx_detect_loss(&qp->tx, now);
+
+	if (lost)
+		mrc_stat_add(qp->mdev, MRC_ST_RETX_RACK, lost);
+	mrc_sq_complete(qp);
+}
+
+static u8 mrc_syn_status(u8 syn)
+{
+	switch (syn) {
+	case MRC_SYN_REM_ACCESS:
+		return IB_WC_REM_ACCESS_ERR;
+	case MRC_SYN_INV_REQ:
+		return IB_WC_REM_INV_REQ_ERR;
+	default:
+		return IB_WC_REM_OP_ERR;
+	}
+}
+
+void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
+{
+	struct mrc_dev *mdev = qp->mdev;
+	struct mrc_ack_result r;
+	struct mrc_ack_info a = {
+		.cum = p->psn,
+		.sack = p->ack.sack,
+		.sack_words = p->ack.sack_words,
+		.ts_echo = p->ack.ts_echo,
+		.delay = p->ack.delay,
+		.ts_valid = true,
+	};
+	u32 now = mrc_now();
+	bool kick = true;
+
+	mrc_stat_inc(mdev, MRC_ST_RX_ACKS);
+	spin_lock_bh(&qp->lock);
+	if (qp->dead || (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD)) {
+		spin_unlock_bh(&qp->lock);
+		mrc_count_drop(mdev, MRC_DROP_BAD_STATE);
+		return;
+	}
+	if (mrc_tx_ack(&qp->tx, &a, now, &r)) {
+		spin_unlock_bh(&qp->lock);
+		mrc_count_drop(mdev, MRC_DROP_BAD_ACK);
+		return;
+	}
+	if (r.rtt_sample)
+		mrc_update_rtt_stats(qp);
+	mrc_req_progress(qp, now);
+
+	switch (p->ack.syndrome) {
+	case MRC_SYN_ACK:
+		break;
+	case MRC_SYN_RNR:
+		mrc_stat_inc(mdev, MRC_ST_RNR_NAK_RX);
+		if (!mrc_psn_in(p->ack.nak_psn, qp->tx.una, qp->tx.nxt))
+			break;
+		if (qp->rnr_retry != 7) {
+			if (!qp->rnr_left) {
+				mrc_req_fail(qp, IB_WC_RNR_RETRY_EXC_ERR);
+				kick = false;
+				break;
+			}
+			qp->rnr_left--;
+		}
+		qp->rnr_wait = true;
+		qp->rnr_psn = p->ack.nak_psn;
+		qp->rnr_until = now + mrc_rnr_us(p->ack.rnr_timer);
+		break;
+	default:
+		mrc_stat_inc(mdev, MRC_ST_NAK_RX);
+		/* fatal for the QP; a NAK for PSNs not outstanding is stale */
+		if (mrc_find_swqe(qp, p->ack.nak_psn)) {
+			mrc_req_fail(qp, mrc_syn_status(p->ack.syndrome));
+			kick = false;
+		}
+		break;
+	}
+	if (r.una_advanced && qp->rnr_left != qp->rnr_retry &&
+	    !qp->rnr_wait)
+		qp->rnr_left = qp->rnr_retry;
+	spin_unlock_bh(&qp->lock);
+	mrc_flush_txq(qp);
+	if (kick)
+		mrc_send_run(qp);
+}
+
+void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
+		      const void *payload)
+{
+	struct mrc_dev *mdev = qp->mdev;
+	struct mrc_ack_result r;
+	struct mrc_swqe *s;
+	u32 now = mrc_now();
+	int err;
+
+	spin_lock_bh(&qp->lock);
+	if (qp->dead || (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD)) {
+		spin_unlock_bh(&qp->lock);
+		mrc_count_drop(mdev, MRC_DROP_BAD_STATE);
+		return;
+	}
+	s = mrc_find_swqe(qp, p->psn);
+	if (!s || !mrc_op_needs_resp(s->op) ||
+	    (p->opcode == MRC_OP_READ_RESP) != (s->op == MRC_OP_READ_REQ)) {
+		spin_unlock_bh(&qp->lock);
+		mrc_count_drop(mdev, MRC_DROP_BAD_ACK);
+		return;
+	}
+	if (mrc_tx_slot(&qp->tx, p->psn)->flags & MRC_TXS_ACKED) {
+		spin_unlock_bh(&qp->lock);
+		mrc_stat_inc(mdev, MRC_ST_DUP_PKTS);
+		return;
+	}
+	if (p->opcode == MRC_OP_READ_RESP) {
+		u32 off = (p->psn - s->first_psn) << s->shift;
+		u32 want = s->length ? min_t(u32, s->length - off,
+					     1u << s->shift) : 0;
+
+		if (p->rresp.offset != off || p->pay_len != want) {
+			spin_unlock_bh(&qp->lock);
+			mrc_count_drop(mdev, MRC_DROP_BAD_LENGTH);
+			return;
+		}
+		err = mrc_sge_copy(mdev, qp->pd, s->sge, s->wr.num_sge, off,
+				   (void *)payload, want, true,
+				   MRC_ACC_LOCAL_WRITE);
+	} else {
+		u64 orig = p->aresp.orig;
+
+		err = mrc_sge_copy(mdev, qp->pd, s->sge, s->wr.num_sge, 0,
+				   &orig, sizeof(orig), true,
+				   MRC_ACC_LOCAL_WRITE);
+	}
+	if (err) {
+		/* completes in order: fail once this WQE is the oldest */
+		if (s == mrc_swqe(qp, qp->sq_cons))
+			mrc_req_fail(qp, IB_WC_LOC_PROT_ERR);
+		spin_unlock_bh(&qp->lock);
+		return;
+	}
+	if (mrc_tx_resp(&qp->tx, p->psn, now, &r) < 0) {
+		spin_unlock_bh(&qp->lock);
+		mrc_count_drop(mdev, MRC_DROP_BAD_ACK);
+		return;
+	}
+	mrc_req_progress(qp, now);
+	spin_unlock_bh(&qp->lock);
+	mrc_send_run(qp);
+}
+
+static u32 mrc_fail_after_us(struct mrc_qp *qp)
+{
+	u64 t;
+
+	if (!qp->timeout)
+		return 0;	/* IBTA: timeout 0 means wait forever */
+	/* 4.096 us * 2^timeout per attempt, retry_cnt + 1 attempts */
+	t = (4096ULL << min_t(u8, qp->timeout, 31)) / 1000;
+	t *= (u64)qp->retry_cnt + 1;
+	return (u32)min_t(u64, t, U32_MAX / 2);
+}
+
+enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
+{
+	struct mrc_qp *qp = container_of(t, struct mrc_qp, tx_timer);
+	enum mrc_tx_timer_action act;
+	struct mrc_dev *mdev = qp->mdev;
+	u32 now = mrc_now();
+
+	spin_lock(&qp->lock);
+	qp->tx_timer_armed = false;
+	if (qp->dead || qp->state != IB_QPS_RTS) {
+		spin_unlock(&qp->lock);
+		return HRTIMER_NORESTART;
+	}
+	act = mrc_tx_on_timer(&qp->tx, now, qp->retry_cnt,
+			      mrc_fail_after_us(qp));
+	switch (act) {
+	case MRC_TXT_RETX:
+		mrc_stat_inc(mdev, MRC_ST_RETX_RACK);
+		break;
+	case MRC_TXT_PROBE:
+		mrc_stat_inc(mdev, MRC_ST_TLP);
+		mrc_tx_mark_lost(&qp->tx, qp->tx.nxt - 1);
+		break;
+	case MRC_TXT_RTO:
+		mrc_stat_inc(mdev, MRC_ST_RTO);
+		break;
+	case MRC_TXT_FAIL:
+		mrc_stat_inc(mdev, MRC_ST_RETRY_EXC);
+		mrc_req_fail(qp, IB_WC_RETRY_EXC_ERR);
+		spin_unlock(&qp->lock);
+		return HRTIMER_NORESTART;
+	default:
+		break;
+	}
+	spin_unlock(&qp->lock);
+	mrc_send_run(qp);
+	return HRTIMER_NORESTART;
+}
+
+/* flush every posted receive (QP in error) */
+void mrc_flush_rq(struct mrc_qp *qp)
+{
+	struct metaroce_cqe c = {
+		.qp_num = qp->ibqp.qp_num,
+		.status = IB_WC_WR_FLUSH_ERR,
+		.opcode = METAROCE_WC_RECV,
+	};
+	u32 prod, i;
+
+	spin_lock_bh(&qp->lock);
+	if (qp->state != IB_QPS_ERR || qp->dead) {
+		spin_unlock_bh(&qp->lock);
+		return;
+	}
+	/* WQEs taken from an SRQ and not completed */
+	for (i = 0; i < qp->rmsg_n; i++) {
+		struct mrc_rmsg *m = &qp->rmsg[i];
+
+		if (qp->srq && m->have_wqe) {
+			c.wr_id = m->wqe.wr_id;
+			mrc_cq_post(qp->rcq, &c, false);
+		}
+		memset(m, 0, sizeof(*m));
+	}
+	if (qp->has_rq && qp->rq.buf) {
+		prod = smp_load_acquire(&qp->rq.hdr->prod);
+		if (prod - qp->rq_cons > qp->rq.depth)
+			prod = qp->rq_cons + qp->rq.depth;
+		while (qp->rq_cons != prod) {
+			const struct metaroce_recv_wqe *w =
+				mrc_ring_slot(&qp->rq, qp->rq_cons);
+
+			c.wr_id = READ_ONCE(w->wr_id);
+			mrc_cq_post(qp->rcq, &c, false);
+			qp->rq_cons++;
+		}
+		smp_store_release(&qp->rq.hdr->cons, qp->rq_cons);
+	}
+	qp->rmsn_base = 0;
+	spin_unlock_bh(&qp->lock);
+}

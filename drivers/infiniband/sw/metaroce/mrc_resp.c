@@ -1,0 +1,671 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * metaroce: the responder.  Places every request packet on arrival,
+ * tracks arrivals in the receive scoreboard, acknowledges with SACK,
+ * completes receives in order and serves READs and atomics in PSN order.
+ */
+#include "mrc.h"
+
+static struct mrc_rmsg *mrc_rmsg(struct mrc_qp *qp, u32 rmsn)
+{
+	return &qp->rmsg[rmsn & (qp->rmsg_n - 1)];
+}
+
+/* build an ACK (or NAK) for the current receive state (locked) */
+void mrc_send_ack(struct mrc_qp *qp, u8 syndrome, u32 nak_psn)
+{
+	u32 now = mrc_now(), hlen;
+	struct sk_buff *skb;
+	struct mrc_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.opcode = MRC_OP_ACK;
+	p.dqpn = qp->dest_qpn;
+	p.sqpn = qp->ibqp.qp_num;
+	p.psn = qp->rx.nxt;
+	p.tsval = now;
+	p.ack.syndrome = syndrome;
+	p.ack.nak_psn = syndrome == MRC_SYN_ACK ? 0 : nak_psn;
+	p.ack.rnr_timer = syndrome == MRC_SYN_RNR ? qp->min_rnr_timer : 0;
+	p.ack.ts_echo = qp->last_tsval;
+	p.ack.delay = now - qp->last_arrival;
+	p.ack.ce_count = min_t(u32, qp->ackc.ce, U16_MAX);
+	p.ack.entropy = qp->last_entropy;
+	p.ack.sack_words = mrc_rx_sack(&qp->rx, p.ack.sack,
+				       MRC_ACK_MAX_SACKW);
+	hlen = mrc_wire_hdr_len(MRC_OP_ACK, p.ack.sack_words);
+	p.hdr_len = hlen;
+	mrc_ackc_sent(&qp->ackc);
+	qp->ack_now = false;
+	if (qp->ack_timer_armed) {
+		hrtimer_try_to_cancel(&qp->ack_timer);
+		qp->ack_timer_armed = false;
+	}
+	skb = mrc_skb_alloc(qp, hlen, 0);
+	if (!skb) {
+		qp->ack_now = true;	/* try again from the send engine */
+		return;
+	}
+	mrc_wire_build(skb->data, &p);
+	mrc_stat_inc(qp->mdev, MRC_ST_TX_ACKS);
+	if (syndrome == MRC_SYN_RNR)
+		mrc_stat_inc(qp->mdev, MRC_ST_RNR_NAK_TX);
+	else if (syndrome != MRC_SYN_ACK)
+		mrc_stat_inc(qp->mdev, MRC_ST_NAK_TX);
+	mrc_queue_pkt(qp, skb, mrc_pick_entropy(qp, 0));
+}
+
+static void mrc_ack_timer_arm(struct mrc_qp *qp)
+{
+	u32 at, now = mrc_now();
+
+	if (qp->ack_timer_armed || !mrc_ackc_deadline(&qp->ackc, &at))
+		return;
+	qp->ack_timer_armed = true;
+	hrtimer_start(&qp->ack_timer,
+		      ns_to_ktime((u64)max_t(s32, (s32)(at - now), 0) *
+				  NSEC_PER_USEC), HRTIMER_MODE_REL_SOFT);
+}
+
+enum hrtimer_restart mrc_ack_timer_fn(struct hrtimer *t)
+{
+	struct mrc_qp *qp = container_of(t, struct mrc_qp, ack_timer);
+
+	spin_lock(&qp->lock);
+	qp->ack_timer_armed = false;
+	if (!qp->dead && qp->state >= IB_QPS_RTR && qp->state != IB_QPS_ERR &&
+	    qp->ackc.pending)
+		mrc_send_ack(qp, MRC_SYN_ACK, 0);
+	spin_unlock(&qp->lock);
+	mrc_flush_txq(qp);
+	return HRTIMER_NORESTART;
+}
+
+/* a receive WQE for @rmsn: 0, -EAGAIN (none posted: RNR), -EINVAL */
+static int mrc_rmsg_wqe(struct mrc_qp *qp, u32 rmsn, struct mrc_rmsg **out)
+{
+	u32 d = rmsn - qp->rmsn_base, r;
+	struct mrc_rmsg *m;
+	int err;
+
+	if (d >= 0x80000000u)
+		return -EINVAL;	/* a message that already completed */
+	if (d >= qp->rmsg_n)
+		return -EAGAIN;
+	m = mrc_rmsg(qp, rmsn);
+	if (m->have_wqe) {
+		*out = m;
+		return 0;
+	}
+	if (qp->srq) {
+		/* SRQ WQEs are taken in message order */
+		for (r = qp->rmsn_base; r != rmsn + 1; r++) {
+			struct mrc_rmsg *mm = mrc_rmsg(qp, r);
+
+			if (mm->have_wqe)
+				continue;
+			if (!mrc_srq_take(qp->srq, &mm->wqe))
+				return -EAGAIN;
+			mm->have_wqe = true;
+		}
+	} else {
+		err = mrc_rq_peek(qp, qp->rq_cons + d, &m->wqe);
+		if (err)
+			return err;
+		m->have_wqe = true;
+	}
+	*out = m;
+	return 0;
+}
+
+/* complete, in order, every receive whose message fully arrived */
+static void mrc_resp_complete(struct mrc_qp *qp)
+{
+	for (;;) {
+		struct mrc_rmsg *m = mrc_rmsg(qp, qp->rmsn_base);
+		struct metaroce_cqe c = {};
+
+		if (!m->have_wqe || !m->last_seen ||
+		    !mrc_psn_lt(m->last_psn, qp->rx.nxt))
+			break;
+		c.wr_id = m->wqe.wr_id;
+		c.byte_len = m->byte_len;
+		c.qp_num = qp->ibqp.qp_num;
+		c.src_qp = qp->dest_qpn;
+		c.status = IB_WC_SUCCESS;
+		c.opcode = m->is_send ? METAROCE_WC_RECV :
+					METAROCE_WC_RECV_RDMA_WITH_IMM;
+		if (m->has_imm)
+			c.wc_flags |= IB_WC_WITH_IMM;
+		if (m->has_inv)
+			c.wc_flags |= IB_WC_WITH_INVALIDATE;
+		c.imm_data = m->imm;
+		mrc_cq_post(qp->rcq, &c, m->solicited);
+		if (!qp->srq) {
+			qp->rq_cons++;
+			smp_store_release(&qp->rq.hdr->cons, qp->rq_cons);
+		}
+		memset(m, 0, sizeof(*m));
+		qp->rmsn_base++;
+	}
+}
+
+static void mrc_resp_set_err(struct mrc_qp *qp, u32 psn, u8 syn)
+{
+	if (!qp->err_pending || mrc_psn_lt(psn, qp->err_psn)) {
+		qp->err_pending = true;
+		qp->err_psn = psn;
+		qp->err_syndrome = syn;
+		qp->err_has_rmsn = false;
+	}
+}
+
+/* the receive WQE of the failing message completes with @status too */
+static void mrc_resp_set_err_recv(struct mrc_qp *qp, u32 psn, u8 syn,
+				  u32 rmsn, u8 status)
+{
+	mrc_resp_set_err(qp, psn, syn);
+	if (qp->err_psn == psn) {
+		qp->err_has_rmsn = true;
+		qp->err_rmsn = rmsn;
+		qp->err_status = status;
+	}
+}
+
+/*
+ * NAK and go to the error state once every PSN before the failing one has
+ * arrived, so the requester sees all earlier messages succeed.
+ * Return: true if the QP must be moved to the error state.
+ */
+static bool mrc_resp_check_err(struct mrc_qp *qp)
+{
+	if (!qp->err_pending || qp->rx.nxt != qp->err_psn)
+		return false;
+	mrc_send_ack(qp, qp->err_syndrome, qp->err_psn);
+	if (qp->err_has_rmsn && qp->rmsn_base == qp->err_rmsn) {
+		struct mrc_rmsg *m = mrc_rmsg(qp, qp->err_rmsn);
+		struct metaroce_cqe c = {
+			.wr_id = m->wqe.wr_id,
+			.qp_num = qp->ibqp.qp_num,
+			.src_qp = qp->dest_qpn,
+			.status = qp->err_status,
+			.opcode = METAROCE_WC_RECV,
+		};
+
+		mrc_cq_post(qp->rcq, &c, false);
+		if (!qp->srq) {
+			qp->rq_cons++;
+			smp_store_release(&qp->rq.hdr->cons, qp->rq_cons);
+		}
+		memset(m, 0, sizeof(*m));
+		qp->rmsn_base++;
+	}
+	qp->err_pending = false;
+	qp->state = IB_QPS_ERR;
+	return true;
+}
+
+/* an RDMA target range: rkey, PD, QP access and MR access all checked */
+static struct mrc_mr *mrc_target_mr(struct mrc_qp *qp, u32 rkey, u64 va,
+				    u64 len, int qp_acc, u32 need)
+{
+	struct mrc_mr *mr;
+
+	if (!(qp->access & qp_acc))
+		return NULL;
+	mr = mrc_mr_get(qp->mdev, rkey);
+	if (!mr)
+		return NULL;
+	if (mr->pd != qp->pd ||
+	    mrc_region_check(&mr->region, va, len, need)) {
+		mrc_mr_put(mr);
+		return NULL;
+	}
+	return mr;
+}
+
+static int mrc_place_write(struct mrc_qp *qp, const struct mrc_pkt *p,
+			   const void *payload)
+{
+	struct mrc_mr *mr;
+	int err;
+
+	/* zero-length WRITEs touch no memory: no rkey check (IBTA C9-88) */
+	if (!p->pay_len)
+		return 0;
+	mr = mrc_target_mr(qp, p->req.rkey, p->req.va, p->pay_len,
+			   IB_ACCESS_REMOTE_WRITE, MRC_ACC_REMOTE_WRITE);
+	if (!mr)
+		return -EACCES;
+	err = mrc_mr_copy(mr, p->req.va, (void *)payload, p->pay_len, true);
+	mrc_mr_put(mr);
+	return err;
+}
+
+/*
+ * Place one SEND or WRITE packet.  Return: 0 placed; 1 RNR (do not mark);
+ * -1 error recorded (do not mark).
+ */
+static int mrc_place_data(struct mrc_qp *qp, const struct mrc_pkt *p,
+			  const void *payload)
+{
+	bool last = p->flags & MRC_F_LAST;
+	bool needs_wqe = p->opcode == MRC_OP_SEND || (p->flags & MRC_F_IMM);
+	struct mrc_rmsg *m = NULL;
+	int err;
+
+	if (needs_wqe && (p->opcode == MRC_OP_SEND || last)) {
+		err = mrc_rmsg_wqe(qp, p->req.rmsn, &m);
+		if (err == -EAGAIN)
+			return 1;
+		if (err) {
+			mrc_resp_set_err(qp, p->psn, MRC_SYN_INV_REQ);
+			return -1;
+		}
+	}
+	if (p->opcode == MRC_OP_WRITE) {
+		if (mrc_place_write(qp, p, payload)) {
+			mrc_resp_set_err(qp, p->psn, MRC_SYN_REM_ACCESS);
+			return -1;
+		}
+	} else {
+		if (p->req.msg_len > m->wqe.length) {
+			mrc_resp_set_err_recv(qp, p->psn, MRC_SYN_INV_REQ,
+					      p->req.rmsn, IB_WC_LOC_LEN_ERR);
+			return -1;
+		}
+		err = mrc_sge_copy(qp->mdev, qp->pd, m->wqe.sge,
+				   m->wqe.num_sge, p->req.offset,
+				   (void *)payload, p->pay_len, true,
+				   MRC_ACC_LOCAL_WRITE);
+		if (err) {
+			mrc_resp_set_err_recv(qp, p->psn, MRC_SYN_REM_OP,
+					      p->req.rmsn, IB_WC_LOC_PROT_ERR);
+			return -1;
+		}
+	}
+	if (m && last) {
+		m->last_seen = true;
+		m->last_psn = p->psn;
+		m->byte_len = p->req.msg_len;
+		m->is_send = p->opcode == MRC_OP_SEND;
+		m->has_imm = p->flags & MRC_F_IMM;
+		m->has_inv = p->flags & MRC_F_INV;
+		m->solicited = p->flags & MRC_F_SOLICITED;
+		m->imm = p->req.imm;
+	}
+	return 0;
+}
+
+static struct mrc_rd *mrc_rd_alloc(struct mrc_qp *qp)
+{
+	int i;
+
+	for (i = 0; i < MRC_RD_QUEUE; i++)
+		if (!qp->rd[i].used) {
+			memset(&qp->rd[i], 0, sizeof(qp->rd[i]));
+			qp->rd[i].used = true;
+			return &qp->rd[i];
+		}
+	return NULL;
+}
+
+static void mrc_rd_free(struct mrc_rd *e)
+{
+	if (e->mr)
+		mrc_mr_put(e->mr);
+	e->mr = NULL;
+	e->used = false;
+}
+
+/* queue a READ or atomic request; false if the queue is full */
+static bool mrc_rd_queue(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n)
+{
+	struct mrc_rd *e = mrc_rd_alloc(qp);
+
+	if (!e)
+		return false;
+	e->psn = p->psn;
+	e->npsn = n;
+	e->op = p->opcode;
+	e->shift = p->pmtu_shift;
+	if (p->opcode == MRC_OP_READ_REQ) {
+		e->va = p->req.va;
+		e->rkey = p->req.rkey;
+		e->len = p->req.msg_len;
+		e->offset = p->req.offset;
+	} else {
+		e->va = p->atomic.va;
+		e->rkey = p->atomic.rkey;
+		e->swap_add = p->atomic.swap_add;
+		e->compare = p->atomic.compare;
+	}
+	return true;
+}
+
+/* a replayed atomic: answer from the response cache */
+static bool mrc_rd_replay_atomic(struct mrc_qp *qp, u32 psn)
+{
+	struct mrc_rd *e;
+	int i;
+
+	for (i = 0; i < MRC_RESP_CACHE; i++) {
+		if (!qp->aresp[i].valid || qp->aresp[i].psn != psn)
+			continue;
+		e = mrc_rd_alloc(qp);
+		if (!e)
+			return false;
+		e->psn = psn;
+		e->npsn = 1;
+		e->op = MRC_OP_ATOMIC_RESP;
+		e->orig = qp->aresp[i].orig;
+		e->executing = true;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Start every queued READ/atomic whose PSNs and all before them arrived,
+ * lowest PSN first.  Return: true if the QP must go to the error state.
+ */
+static bool mrc_rd_schedule(struct mrc_qp *qp)
+{
+	for (;;) {
+		struct mrc_rd *e = NULL;
+		struct mrc_mr *mr;
+		int i;
+
+		for (i = 0; i < MRC_RD_QUEUE; i++) {
+			struct mrc_rd *c = &qp->rd[i];
+
+			if (!c->used || c->executing ||
+			    !mrc_psn_le(c->psn + c->npsn, qp->rx.nxt))
+				continue;
+			if (!e || mrc_psn_lt(c->psn, e->psn))
+				e = c;
+		}
+		if (!e)
+			return false;
+
+		if (e->op == MRC_OP_READ_REQ) {
+			if (e->len) {
+				mr = mrc_target_mr(qp, e->rkey, e->va, e->len,
+						   IB_ACCESS_REMOTE_READ,
+						   MRC_ACC_REMOTE_READ);
+				if (!mr)
+					goto access_err;
+				e->mr = mr;
+			}
+			e->executing = true;
+			continue;
+		}
+
+		/* atomics execute once, here, in PSN order */
+		mr = mrc_target_mr(qp, e->rkey, e->va, 8,
+				   IB_ACCESS_REMOTE_ATOMIC,
+				   MRC_ACC_REMOTE_ATOMIC);
+		if (!mr)
+			goto access_err;
+		mrc_mr_atomic(mr, e->va, e->op == MRC_OP_ATOMIC_CS,
+			      e->swap_add, e->compare, &e->orig);
+		mrc_mr_put(mr);
+		qp->aresp[qp->aresp_next].psn = e->psn;
+		qp->aresp[qp->aresp_next].orig = e->orig;
+		qp->aresp[qp->aresp_next].valid = true;
+		qp->aresp_next = (qp->aresp_next + 1) % MRC_RESP_CACHE;
+		e->op = MRC_OP_ATOMIC_RESP;
+		e->executing = true;
+		continue;
+
+access_err:
+		mrc_send_ack(qp, MRC_SYN_REM_ACCESS, e->psn);
+		mrc_rd_free(e);
+		qp->state = IB_QPS_ERR;
+		return true;
+	}
+}
+
+/* emit one READ response segment; false if out of memory */
+static bool mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
+{
+	u32 seg = 1u << e->shift;
+	u32 pay = min(e->len - e->done, seg);
+	u32 hlen = mrc_wire_hdr_len(MRC_OP_READ_RESP, 0);
+	struct sk_buff *skb;
+	struct mrc_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.opcode = MRC_OP_READ_RESP;
+	p.dqpn = qp->dest_qpn;
+	p.sqpn = qp->ibqp.qp_num;
+	p.psn = e->psn + (e->done >> e->shift);
+	p.tsval = now;
+	p.pmtu_shift = e->shift;
+	p.pay_len = pay;
+	p.hdr_len = hlen;
+	p.rresp.offset = e->offset + e->done;
+	p.rresp.msg_len = e->offset + e->len;
+	skb = mrc_skb_alloc(qp, hlen, pay);
+	if (!skb)
+		return false;
+	mrc_wire_build(skb->data, &p);
+	if (pay && mrc_mr_copy(e->mr, e->va + e->done, skb->data + hlen, pay,
+			       false)) {
+		kfree_skb(skb);
+		return false;
+	}
+	mrc_queue_pkt(qp, skb, mrc_pick_entropy(qp, 0));
+	e->done += pay;
+	return true;
+}
+
+static bool mrc_emit_atomic(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
+{
+	u32 hlen = mrc_wire_hdr_len(MRC_OP_ATOMIC_RESP, 0);
+	struct sk_buff *skb;
+	struct mrc_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.opcode = MRC_OP_ATOMIC_RESP;
+	p.dqpn = qp->dest_qpn;
+	p.sqpn = qp->ibqp.qp_num;
+	p.psn = e->psn;
+	p.tsval = now;
+	p.pmtu_shift = qp->pmtu_shift;
+	p.hdr_len = hlen;
+	p.aresp.orig = e->orig;
+	skb = mrc_skb_alloc(qp, hlen, 0);
+	if (!skb)
+		return false;
+	mrc_wire_build(skb->data, &p);
+	mrc_queue_pkt(qp, skb, mrc_pick_entropy(qp, 0));
+	return true;
+}
+
+/**
+ * mrc_resp_emit() - responder output from the send engine (locked).
+ * @qp: the QP.
+ * @budget: packets that may still be built; decremented.
+ * Return: false if work is left for a later run.
+ */
+bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget)
+{
+	u32 now = mrc_now();
+
+	if (qp->ack_now && *budget) {
+		mrc_send_ack(qp, MRC_SYN_ACK, 0);
+		(*budget)--;
+	}
+	while (*budget) {
+		struct mrc_rd *e = NULL;
+		int i;
+
+		for (i = 0; i < MRC_RD_QUEUE; i++) {
+			struct mrc_rd *c = &qp->rd[i];
+
+			if (c->used && c->executing &&
+			    (!e || mrc_psn_lt(c->psn, e->psn)))
+				e = c;
+		}
+		if (!e)
+			return true;
+		if (e->op == MRC_OP_ATOMIC_RESP) {
+			if (!mrc_emit_atomic(qp, e, now))
+				return false;
+			mrc_rd_free(e);
+			(*budget)--;
+			continue;
+		}
+		do {
+			if (!mrc_emit_read(qp, e, now))
+				return false;
+			(*budget)--;
+		} while (*budget && e->done < e->len);
+		if (e->done >= e->len)
+			mrc_rd_free(e);
+	}
+	for (; *budget == 0;) {
+		int i;
+
+		for (i = 0; i < MRC_RD_QUEUE; i++)
+			if (qp->rd[i].used && qp->rd[i].executing)
+				return false;
+		return !qp->ack_now;
+	}
+	return true;
+}
+
+/* arrival state of [psn, psn + n) without changing it */
+static enum mrc_rx_verdict mrc_rx_check(struct mrc_qp *qp, u32 psn, u32 n)
+{
+	u32 last = psn + n - 1, i;
+
+	if (!mrc_psn_lt(last, qp->rx.nxt) &&
+	    last - qp->rx.nxt >= qp->rx.nbits)
+		return MRC_RX_BEYOND;
+	for (i = 0; i < n; i++)
+		if (!mrc_rx_has(&qp->rx, psn + i))
+			return MRC_RX_NEW;
+	return MRC_RX_DUP;
+}
+
+/**
+ * mrc_resp_rcv() - a request packet (SEND, WRITE, READ_REQ, atomic).
+ * @qp: the destination QP (source already checked).
+ * @p: the parsed header.
+ * @payload: p->pay_len bytes.
+ * @sport: the packet's UDP source port (entropy), echoed in the ACK.
+ * @ce: the packet was CE marked.
+ */
+void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
+		  const void *payload, u16 sport, bool ce)
+{
+	struct mrc_dev *mdev = qp->mdev;
+	u32 n = 1, now = mrc_now(), old_nxt;
+	u32 flags = ce ? MRC_ACKC_CE : 0;
+	enum mrc_rx_verdict v;
+	bool fatal = false, run = false;
+	u64 ooo, holes;
+	int r;
+
+	if (p->opcode == MRC_OP_READ_REQ)
+		n = mrc_seg_count(p->req.msg_len, p->pmtu_shift);
+
+	spin_lock_bh(&qp->lock);
+	if (qp->dead || qp->state < IB_QPS_RTR || qp->state == IB_QPS_ERR) {
+		spin_unlock_bh(&qp->lock);
+		mrc_count_drop(mdev, MRC_DROP_BAD_STATE);
+		return;
+	}
+	qp->last_tsval = p->tsval;
+	qp->last_arrival = now;
+	qp->last_entropy = sport;
+	if (p->flags & MRC_F_ACKREQ)
+		flags |= MRC_ACKC_ACKREQ;
+
+	v = mrc_rx_check(qp, p->psn, n);
+	if (v == MRC_RX_BEYOND) {
+		spin_unlock_bh(&qp->lock);
+		mrc_count_drop(mdev, MRC_DROP_OUT_OF_WINDOW);
+		return;
+	}
+	if (v == MRC_RX_DUP) {
+		mrc_stat_inc(mdev, MRC_ST_DUP_PKTS);
+		if (p->opcode == MRC_OP_READ_REQ) {
+			/* READs are served again; re-requests are dups */
+			if (!mrc_rd_queue(qp, p, n))
+				mrc_count_drop(mdev, MRC_DROP_NO_RESOURCE);
+			else
+				fatal = mrc_rd_schedule(qp);
+			run = true;
+		} else if (p->opcode == MRC_OP_ATOMIC_CS ||
+			   p->opcode == MRC_OP_ATOMIC_FA) {
+			if (!mrc_rd_replay_atomic(qp, p->psn))
+				mrc_count_drop(mdev, MRC_DROP_NO_RESOURCE);
+			run = true;
+		}
+		mrc_ackc_rx(&qp->ackc, now, flags | MRC_ACKC_DUP);
+		mrc_send_ack(qp, MRC_SYN_ACK, 0);
+		goto out;
+	}
+	if (qp->err_pending && mrc_psn_le(qp->err_psn, p->psn)) {
+		/* the QP fails at err_psn: nothing after it is taken */
+		spin_unlock_bh(&qp->lock);
+		mrc_count_drop(mdev, MRC_DROP_BAD_STATE);
+		return;
+	}
+
+	switch (p->opcode) {
+	case MRC_OP_SEND:
+	case MRC_OP_WRITE:
+		r = mrc_place_data(qp, p, payload);
+		if (r > 0) {
+			mrc_send_ack(qp, MRC_SYN_RNR, p->psn);
+			goto out;
+		}
+		if (r < 0)
+			goto check;
+		break;
+	default:
+		if (!mrc_rd_queue(qp, p, n)) {
+			mrc_count_drop(mdev, MRC_DROP_NO_RESOURCE);
+			goto out;
+		}
+		break;
+	}
+
+	old_nxt = qp->rx.nxt;
+	ooo = qp->rx.ooo;
+	holes = qp->rx.holes;
+	mrc_rx_accept(&qp->rx, p->psn, n);
+	if (qp->rx.ooo != ooo)
+		mrc_stat_add(mdev, MRC_ST_OOO_PKTS, qp->rx.ooo - ooo);
+	if (qp->rx.holes != holes) {
+		mrc_stat_add(mdev, MRC_ST_SACK_HOLES, qp->rx.holes - holes);
+		flags |= MRC_ACKC_OOO;
+	}
+	if (p->psn != old_nxt || mrc_rx_sack(&qp->rx, NULL, 0))
+		flags |= MRC_ACKC_OOO;
+
+	mrc_resp_complete(qp);
+	if (mrc_rd_schedule(qp))
+		fatal = true;
+	run = true;
+check:
+	if (!fatal && mrc_resp_check_err(qp))
+		fatal = true;
+	if (!fatal) {
+		if (mrc_ackc_rx(&qp->ackc, now, flags))
+			mrc_send_ack(qp, MRC_SYN_ACK, 0);
+		else
+			mrc_ack_timer_arm(qp);
+	}
+out:
+	spin_unlock_bh(&qp->lock);
+	mrc_flush_txq(qp);
+	if (fatal)
+		mrc_qp_error(qp);
+	else if (run)
+		mrc_send_run(qp);
+}

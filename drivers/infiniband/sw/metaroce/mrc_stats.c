@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * metaroce: port counters, shown by `rdma statistic show link DEV/1`.
+ */
+#include "mrc.h"
+
+static const struct rdma_stat_desc mrc_stat_desc[MRC_ST_NR] = {
+	[MRC_ST_TX_PKTS].name = "tx_packets",
+	[MRC_ST_TX_BYTES].name = "tx_bytes",
+	[MRC_ST_RX_PKTS].name = "rx_packets",
+	[MRC_ST_RX_BYTES].name = "rx_bytes",
+	[MRC_ST_TX_ACKS].name = "tx_acks",
+	[MRC_ST_RX_ACKS].name = "rx_acks",
+	[MRC_ST_RETX_PKTS].name = "retransmitted_packets",
+	[MRC_ST_RETX_RACK].name = "rack_losses",
+	[MRC_ST_TLP].name = "tail_loss_probes",
+	[MRC_ST_RTO].name = "rto_events",
+	[MRC_ST_SACK_HOLES].name = "sack_holes",
+	[MRC_ST_OOO_PKTS].name = "out_of_order_packets",
+	[MRC_ST_DUP_PKTS].name = "duplicate_packets",
+	[MRC_ST_RNR_NAK_TX].name = "rnr_naks_sent",
+	[MRC_ST_RNR_NAK_RX].name = "rnr_naks_received",
+	[MRC_ST_NAK_TX].name = "naks_sent",
+	[MRC_ST_NAK_RX].name = "naks_received",
+	[MRC_ST_RETRY_EXC].name = "retry_exceeded",
+	[MRC_ST_TX_DROP].name = "tx_dropped",
+	[MRC_ST_RTT_LAST].name = "rtt_last_us",
+	[MRC_ST_RTT_MIN].name = "rtt_min_us",
+	[MRC_ST_RTT_SRTT].name = "rtt_smoothed_us",
+	[MRC_ST_DROP_BASE + MRC_DROP_TRUNCATED - 1].name = "drop_truncated",
+	[MRC_ST_DROP_BASE + MRC_DROP_BAD_VERSION - 1].name = "drop_bad_version",
+	[MRC_ST_DROP_BASE + MRC_DROP_BAD_OPCODE - 1].name = "drop_bad_opcode",
+	[MRC_ST_DROP_BASE + MRC_DROP_BAD_HDR_LEN - 1].name = "drop_bad_hdr_len",
+	[MRC_ST_DROP_BASE + MRC_DROP_BAD_PAY_LEN - 1].name = "drop_bad_pay_len",
+	[MRC_ST_DROP_BASE + MRC_DROP_BAD_FIELD - 1].name = "drop_bad_field",
+	[MRC_ST_DROP_BASE + MRC_DROP_BAD_PMTU - 1].name = "drop_bad_pmtu",
+	[MRC_ST_DROP_BASE + MRC_DROP_BAD_LENGTH - 1].name = "drop_bad_length",
+	[MRC_ST_DROP_BASE + MRC_DROP_BAD_SACK - 1].name = "drop_bad_sack",
+	[MRC_ST_DROP_BASE + MRC_DROP_NO_QP - 1].name = "drop_no_qp",
+	[MRC_ST_DROP_BASE + MRC_DROP_BAD_SRC - 1].name = "drop_bad_source",
+	[MRC_ST_DROP_BASE + MRC_DROP_BAD_STATE - 1].name = "drop_bad_state",
+	[MRC_ST_DROP_BASE + MRC_DROP_OUT_OF_WINDOW - 1].name = "drop_out_of_window",
+	[MRC_ST_DROP_BASE + MRC_DROP_BAD_ACK - 1].name = "drop_bad_ack",
+	[MRC_ST_DROP_BASE + MRC_DROP_NO_RESOURCE - 1].name = "drop_no_resource",
+};
+
+struct rdma_hw_stats *mrc_alloc_hw_port_stats(struct ib_device *ibdev,
+					      u32 port)
+{
+	return rdma_alloc_hw_stats_struct(mrc_stat_desc, MRC_ST_NR,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+int mrc_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		     u32 port, int index)
+{
+	struct mrc_dev *mdev = to_mdev(ibdev);
+	int i;
+
+	for (i = 0; i < MRC_ST_NR; i++)
+		stats->value[i] = atomic64_read(&mdev->stats[i]);
+	return MRC_ST_NR;
+}

@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * MetaRoCE transport engine: PSN space, SACK scoreboards, loss detection,
+ * RTT/RTO, ACK coalescing, placement checks.
+ *
+ * Plain C: no skbs, no locks, no allocation.  The caller owns every
+ * structure (and the slot arrays), serialises calls per QP and passes the
+ * current time in microseconds (a free-running u32 clock).
+ */
+#ifndef MRC_ENGINE_H
+#define MRC_ENGINE_H
+
+#include "mrc_types.h"
+
+/* ---- PSN arithmetic: 32-bit serial numbers (RFC 1982 style) ---- */
+
+static inline s32 mrc_psn_diff(u32 a, u32 b)
+{
+	return (s32)(a - b);
+}
+
+static inline bool mrc_psn_lt(u32 a, u32 b)
+{
+	return mrc_psn_diff(a, b) < 0;
+}
+
+static inline bool mrc_psn_le(u32 a, u32 b)
+{
+	return mrc_psn_diff(a, b) <= 0;
+}
+
+/* true when lo <= psn < hi in serial order */
+static inline bool mrc_psn_in(u32 psn, u32 lo, u32 hi)
+{
+	return (u32)(psn - lo) < (u32)(hi - lo);
+}
+
+/* time comparisons on the u32 microsecond clock */
+static inline bool mrc_time_before(u32 a, u32 b)
+{
+	return (s32)(a - b) < 0;
+}
+
+/* ---- RTT estimation and RTO ---- */
+
+/**
+ * struct mrc_rtt - smoothed RTT (RFC 6298) and the retransmission timeout.
+ * @srtt: smoothed RTT in us (0 until the first sample).
+ * @rttvar: RTT variation in us.
+ * @min_rtt: smallest sample seen.
+ * @latest: last sample.
+ * @rto: current base RTO in us, clamped to [@rto_min, @rto_max].
+ * @rto_min: lower clamp.
+ * @rto_max: upper clamp.
+ * @backoff: exponent applied to @rto after consecutive timeouts (<= 16).
+ */
+struct mrc_rtt {
+	u32 srtt;
+	u32 rttvar;
+	u32 min_rtt;
+	u32 latest;
+	u32 rto;
+	u32 rto_min;
+	u32 rto_max;
+	u32 backoff;
+};
+
+void mrc_rtt_init(struct mrc_rtt *r, u32 rto_init, u32 rto_min, u32 rto_max);
+void mrc_rtt_sample(struct mrc_rtt *r, u32 sample_us);
+/* current timeout including backoff, clamped to rto_max */
+u32 mrc_rtt_rto(const struct mrc_rtt *r);
+
+/* defaults mrc_tx_init() applies; the caller may override them afterwards */
+#define MRC_RTO_INIT_US		10000	/* before the first RTT sample */
+#define MRC_RTO_MIN_US		1000
+#define MRC_RTO_MAX_US		1000000
+#define MRC_RTO_MAX_BACKOFF	16	/* cap of mrc_rtt.backoff */
+#define MRC_REO_WND_MIN_US	50	/* floor of the RACK reordering window */
+#define MRC_REO_STEPS_MAX	8	/* reo_wnd grows to min_rtt/4 x steps */
+#define MRC_REO_PERSIST		16	/* recoveries without a spurious retx */
+#define MRC_TLP_MIN_US		200	/* floor of the tail-loss probe timeout */
+
+/* ---- sender scoreboard ---- */
+
+/* slot flags */
+#define MRC_TXS_ACKED		0x01	/* delivered (ACK, SACK or response) */
+#define MRC_TXS_LOST		0x02	/* declared lost, awaiting retransmit */
+#define MRC_TXS_NEED_RESP	0x04	/* only a response delivers it (READ, atomic) */
+#define MRC_TXS_REQ_SEEN	0x08	/* NEED_RESP slot whose request was ACKed */
+#define MRC_TXS_RACK		0x10	/* the latest loss mark came from RACK */
+
+/**
+ * struct mrc_tx_slot - per-PSN sender state.
+ * @xmit_ts: time of the latest transmission.
+ * @entropy: UDP source port of the latest transmission.
+ * @flags: MRC_TXS_*.
+ * @xmits: transmissions so far (saturates at 255).
+ */
+struct mrc_tx_slot {
+	u32 xmit_ts;
+	u16 entropy;
+	u8 flags;
+	u8 xmits;
+};
+
+/**
+ * struct mrc_tx - sender side of one QP's PSN space.
+ * @una: oldest PSN not yet delivered.
+ * @nxt: next new PSN.
+ * @wnd: maximum outstanding PSNs (nxt - una), <= @nslots.
+ * @nslots: size of @slots, a power of two.
+ * @slots: caller-provided array; PSN p uses slots[p & (nslots - 1)].
+ * @rack_ts: xmit_ts of the most recently sent packet known delivered.
+ * @rack_psn: its PSN (tie break for equal timestamps).
+ * @rack_rtt: RTT measured on that packet.
+ * @rack_valid: the rack_* fields hold a delivery.
+ * @reo_wnd: reordering window in us added to rack_rtt before declaring loss.
+ * @lost: PSNs currently marked lost and not yet retransmitted.
+ * @last_send_ts: time of the latest transmission of any PSN.
+ * @timeouts: consecutive RTO expiries without forward progress.
+ * @progress_ts: time of the last forward progress (or of the first
+ *	transmission after an idle period).
+ * @tlp_out: a tail-loss probe is outstanding.
+ * @rtt: RTT estimator fed by this scoreboard.
+ * @ack_cum: highest cumulative ACK applied so far, in [una, nxt]; PSNs
+ *	before it need no more work when the next ACK arrives.
+ * @rresp_ts: like @rack_ts, for READ/atomic responses only.  A NEED_RESP
+ *	slot whose request was ACKed is judged against responses, never
+ *	against later requests: a long READ streams its responses for much
+ *	longer than one RTT.
+ * @rresp_psn: PSN of that response.
+ * @rresp_rtt: time from request to that response.
+ * @rresp_valid: the rresp_* fields hold a delivery.
+ * @reo_wnd_min: floor of @reo_wnd (MRC_REO_WND_MIN_US), caller tunable.
+ * @reo_steps: @reo_wnd is max(min_rtt / 4 x steps, @reo_wnd_min), capped
+ *	at srtt; spurious retransmissions raise it.
+ * @reo_recov: loss recoveries since the last spurious retransmission.
+ * @reo_deadline: when the RACK reordering timer expires, if @reo_armed.
+ * @reo_armed: some PSN waits for the reordering window to pass.
+ * @tlp_min: floor of the tail-loss probe timeout (MRC_TLP_MIN_US).
+ * @probe_psn: the PSN to resend after MRC_TXT_PROBE.
+ * @spurious: retransmissions found unnecessary (the original arrived).
+ * @rtos: RTO expiries, total.
+ * @tlps: tail-loss probes, total.
+ * @rack_marked: PSNs declared lost by RACK, total.
+ */
+struct mrc_tx {
+	u32 una;
+	u32 nxt;
+	u32 wnd;
+	u32 nslots;
+	struct mrc_tx_slot *slots;
+	u32 rack_ts;
+	u32 rack_psn;
+	u32 rack_rtt;
+	bool rack_valid;
+	u32 reo_wnd;
+	u32 lost;
+	u32 last_send_ts;
+	u32 timeouts;
+	u32 progress_ts;
+	bool tlp_out;
+	struct mrc_rtt rtt;
+	u32 ack_cum;
+	u32 rresp_ts;
+	u32 rresp_psn;
+	u32 rresp_rtt;
+	bool rresp_valid;
+	u32 reo_wnd_min;
+	u32 reo_steps;
+	u32 reo_recov;
+	u32 reo_deadline;
+	bool reo_armed;
+	u32 tlp_min;
+	u32 probe_psn;
+	u32 spurious;
+	u32 rtos;
+	u32 tlps;
+	u32 rack_marked;
+};
+
+void mrc_tx_init(struct mrc_tx *tx, struct mrc_tx_slot *slots, u32 nslots,
+		 u32 isn, u32 wnd);
+
+static inline u32 mrc_tx_outstanding(const struct mrc_tx *tx)
+{
+	return tx->nxt - tx->una;
+}
+
+/* room for @n new PSNs */
+static inline bool mrc_tx_can_send(const struct mrc_tx *tx, u32 n)
+{
+	return mrc_tx_outstanding(tx) + n <= tx->wnd;
+}
+
+/**
+ * mrc_tx_sent() - record a transmission of [@psn, @psn + @n).
+ * @tx: scoreboard.
+ * @psn: first PSN; for new data it must equal tx->nxt (nxt then advances).
+ * @n: PSNs covered by the one packet (> 1 only for a READ request).
+ * @now: current time.
+ * @entropy: UDP source port used.
+ * @flags: MRC_TXS_NEED_RESP for READ and atomic requests (new data only).
+ *
+ * A retransmission clears MRC_TXS_LOST and updates xmit_ts/xmits.
+ * Return: 0, or -EINVAL if the range is neither new nor outstanding.
+ */
+int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
+		u8 flags);
+
+/**
+ * struct mrc_ack_info - an ACK as seen by the sender.
+ * @cum: cumulative ACK (every PSN before it was received).
+ * @sack: SACK words; bit b of word w means PSN cum + 1 + 64 w + b.
+ * @sack_words: number of words (<= MRC_ACK_MAX_SACKW).
+ * @ts_echo: the echoed tsval, used for an RTT sample when @ts_valid.
+ * @delay: microseconds the receiver held the ACK.
+ * @ts_valid: @ts_echo can be used.
+ */
+struct mrc_ack_info {
+	u32 cum;
+	const u64 *sack;
+	u32 sack_words;
+	u32 ts_echo;
+	u32 delay;
+	bool ts_valid;
+};
+
+/**
+ * struct mrc_ack_result - what an ACK or response changed.
+ * @newly_acked: PSNs newly delivered.
+ * @una_advanced: tx->una moved forward.
+ * @rtt_sample: RTT sample taken (0 when none).
+ * @stale: the ACK's cumulative PSN was behind tx->una (SACK bits still used).
+ */
+struct mrc_ack_result {
+	u32 newly_acked;
+	bool una_advanced;
+	u32 rtt_sample;
+	bool stale;
+};
+
+/**
+ * mrc_tx_ack() - apply an ACK.
+ * @tx: scoreboard.
+ * @a: the ACK.
+ * @now: current time.
+ * @r: filled with the outcome.
+ *
+ * NEED_RESP slots covered by the ACK only get MRC_TXS_REQ_SEEN: they are
+ * delivered by mrc_tx_resp().  Progress resets tx->timeouts and the RTO
+ * backoff.  Return: 0, or -EINVAL if @a->cum is beyond tx->nxt (nothing
+ * changed).
+ */
+int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
+	       struct mrc_ack_result *r);
+
+/**
+ * mrc_tx_resp() - a READ response segment or atomic response for @psn.
+ * Return: 0, 1 if it was a duplicate, -EINVAL if @psn is not outstanding
+ * or not a NEED_RESP slot.
+ */
+int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r);
+
+/**
+ * mrc_tx_detect_loss() - RACK: mark outstanding PSNs lost that were sent
+ * before the latest delivered one and have waited rack_rtt + reo_wnd.
+ * Reordering within that window is tolerated; duplicate ACKs are not
+ * counted.  Return: number of PSNs newly marked lost.
+ */
+u32 mrc_tx_detect_loss(struct mrc_tx *tx, u32 now);
+
+/**
+ * mrc_tx_next_lost() - lowest PSN marked lost at or after *@psn.
+ * @tx: scoreboard.
+ * @psn: in: where to start (use tx->una for a full scan); out: the PSN.
+ * Return: true if one was found.
+ */
+bool mrc_tx_next_lost(const struct mrc_tx *tx, u32 *psn);
+
+static inline const struct mrc_tx_slot *mrc_tx_slot(const struct mrc_tx *tx,
+						    u32 psn)
+{
+	return &tx->slots[psn & (tx->nslots - 1)];
+}
+
+/* what a timer expiry asks the caller to do */
+enum mrc_tx_timer_action {
+	MRC_TXT_NONE = 0,	/* nothing due */
+	MRC_TXT_RETX,		/* PSNs were marked lost: retransmit them */
+	MRC_TXT_PROBE,		/* tail-loss probe: resend the highest outstanding PSN */
+	MRC_TXT_RTO,		/* RTO: everything outstanding marked lost */
+	MRC_TXT_FAIL,		/* timeouts exceeded the retry limit */
+};
+
+/**
+ * mrc_tx_deadline() - when the caller's timer should next fire.
+ * @tx: scoreboard.
+ * @deadline: out: absolute time.
+ * Return: false when nothing is outstanding (no timer needed).
+ *
+ * The earliest of: the RACK reordering timer, the tail-loss probe
+ * (2 srtt after the last send, while no probe is out) and the RTO
+ * (rto << backoff after the oldest outstanding transmission).
+ */
+bool mrc_tx_deadline(const struct mrc_tx *tx, u32 *deadline);
+
+/**
+ * mrc_tx_on_timer() - handle timer expiry at @now.
+ * @tx: scoreboard.
+ * @now: current time.
+ * @retry_cnt: RTO expiries allowed in a row without progress.
+ * @fail_after: also fail once nothing progressed for this many us while
+ *	data was outstanding (the QP's timeout x (retry_cnt + 1)); 0: never.
+ *
+ * An RTO increments tx->timeouts and the backoff.  Only RTOs without
+ * progress count against @retry_cnt, never selective retransmissions, and
+ * MRC_TXT_FAIL needs both limits passed, so a short RTT-based RTO cannot
+ * declare a peer dead before the QP's own timeout has run out.
+ */
+enum mrc_tx_timer_action mrc_tx_on_timer(struct mrc_tx *tx, u32 now,
+					 u32 retry_cnt, u32 fail_after);
+
+/* ---- receiver scoreboard ---- */
+
+/**
+ * struct mrc_rx - receiver side of one QP's PSN space.
+ * @nxt: next expected PSN: everything before it has arrived.
+ * @nbits: size of @map in bits, a power of two; the window is
+ *	[nxt, nxt + nbits).
+ * @map: caller-provided bitmap (u64 words); PSN p uses bit p & (nbits - 1).
+ * @ooo: packets that arrived beyond nxt (out of order), a counter.
+ * @holes: gaps opened (a packet arrived beyond a missing one), a counter.
+ */
+struct mrc_rx {
+	u32 nxt;
+	u32 nbits;
+	u64 *map;
+	u64 ooo;
+	u64 holes;
+};
+
+enum mrc_rx_verdict {
+	MRC_RX_NEW = 0,		/* at least one PSN of the range is new */
+	MRC_RX_DUP,		/* every PSN already received */
+	MRC_RX_BEYOND,		/* outside the window: drop, do not ACK as received */
+};
+
+void mrc_rx_init(struct mrc_rx *rx, u64 *map, u32 nbits, u32 epsn);
+
+/**
+ * mrc_rx_accept() - record arrival of [@psn, @psn + @n).
+ * Return: the verdict; on MRC_RX_NEW the range is marked and rx->nxt moved
+ * over every contiguous received PSN.
+ */
+enum mrc_rx_verdict mrc_rx_accept(struct mrc_rx *rx, u32 psn, u32 n);
+
+/* true if @psn was received (before nxt, or marked in the window) */
+bool mrc_rx_has(const struct mrc_rx *rx, u32 psn);
+
+/**
+ * mrc_rx_sack() - encode the SACK words for an ACK whose cumulative PSN is
+ * rx->nxt.  Return: words used (trailing zero words dropped), <= @max.
+ */
+u32 mrc_rx_sack(const struct mrc_rx *rx, u64 *words, u32 max);
+
+/* ---- ACK coalescing ---- */
+
+#define MRC_ACKC_OOO		0x01	/* arrival beyond a hole or filling one */
+#define MRC_ACKC_ACKREQ		0x02	/* sender asked for an ACK */
+#define MRC_ACKC_DUP		0x04	/* duplicate: ACK soon so the sender stops */
+#define MRC_ACKC_CE		0x08	/* CE marked */
+
+/**
+ * struct mrc_ackc - when to send an ACK.
+ * @every: ACK at once after this many unacknowledged packets.
+ * @delay: otherwise ACK this many us after the first unacknowledged one.
+ * @pending: packets not yet acknowledged.
+ * @first_ts: arrival time of the first of them.
+ * @ce: CE-marked packets since the last ACK.
+ * @ce_last: the latest arrival was CE marked (an ACK goes out at once when
+ *	this flips, as in DCTCP).
+ */
+struct mrc_ackc {
+	u32 every;
+	u32 delay;
+	u32 pending;
+	u32 first_ts;
+	u32 ce;
+	bool ce_last;
+};
+
+void mrc_ackc_init(struct mrc_ackc *c, u32 every, u32 delay_us);
+/* record an arrival; true when an ACK should go out now */
+bool mrc_ackc_rx(struct mrc_ackc *c, u32 now, u32 flags);
+/* absolute time a delayed ACK is due; false if none pending */
+bool mrc_ackc_deadline(const struct mrc_ackc *c, u32 *deadline);
+/* an ACK was sent: reset */
+void mrc_ackc_sent(struct mrc_ackc *c);
+
+/* ---- receive-side placement checks ---- */
+
+#define MRC_ACC_LOCAL_WRITE	0x01	/* IB_ACCESS_LOCAL_WRITE */
+#define MRC_ACC_REMOTE_WRITE	0x02	/* IB_ACCESS_REMOTE_WRITE */
+#define MRC_ACC_REMOTE_READ	0x04	/* IB_ACCESS_REMOTE_READ */
+#define MRC_ACC_REMOTE_ATOMIC	0x08	/* IB_ACCESS_REMOTE_ATOMIC */
+
+/**
+ * struct mrc_region - what a key grants: [iova, iova + length) with access.
+ */
+struct mrc_region {
+	u64 iova;
+	u64 length;
+	u32 access;
+};
+
+/**
+ * mrc_region_check() - may [@va, @va + @len) be accessed with @need?
+ * Return: 0; -EACCES if @need is not granted; -ERANGE if the range is
+ * outside the region or @va + @len overflows.  @len == 0 is always 0.
+ */
+int mrc_region_check(const struct mrc_region *r, u64 va, u64 len, u32 need);
+
+/**
+ * mrc_seg_count() - packets for @len bytes at segment size 1 << @shift
+ * (a zero-length message still takes one packet).
+ */
+static inline u32 mrc_seg_count(u32 len, u8 shift)
+{
+	return len ? (u32)(((u64)len + (1u << shift) - 1) >> shift) : 1;
+}
+
+#endif /* MRC_ENGINE_H */

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause) */
+/*
+ * metaroce kernel <-> rdma-core provider ABI.
+ *
+ * The data path is a set of shared rings: the provider writes send and
+ * receive work requests into rings mmap'd from the kernel and rings a
+ * doorbell (an empty IB_USER_VERBS_CMD_POST_SEND) for the send queue; the
+ * kernel writes completions into an mmap'd CQ ring that the provider polls
+ * without a system call.  Every index and every field userspace writes is
+ * untrusted: the kernel copies a slot out of the ring before it looks at it.
+ */
+#ifndef METAROCE_ABI_USER_H
+#define METAROCE_ABI_USER_H
+
+#include <linux/types.h>
+
+/** METAROCE_ABI_VERSION - uverbs ABI version of the metaroce driver. */
+#define METAROCE_ABI_VERSION		1
+
+/**
+ * METAROCE_DRIVER_ID - value the kernel reports as the uverbs driver id.
+ *
+ * Upstream rdma_driver_id values are small and allocated densely; this
+ * out-of-tree value is far above them so it cannot collide.  The provider
+ * matches on it first and on the device name prefix "mrc" second.
+ */
+#define METAROCE_DRIVER_ID		0x4d52
+
+/**
+ * struct metaroce_ring - header at offset 0 of every mmap'd ring.
+ * @prod: producer index, free running (wraps at 2^32).
+ * @cons: consumer index, free running.
+ *
+ * Slots start at METAROCE_RING_HDR_SIZE; slot i lives at index
+ * (i & (depth - 1)).  Producer and consumer sit on separate cache lines.
+ * For the SQ, RQ and SRQ the provider produces and the kernel consumes;
+ * for a CQ the kernel produces and the provider consumes.
+ */
+struct metaroce_ring {
+	__u32 prod;
+	__u32 pad0[15];
+	__u32 cons;
+	__u32 pad1[15];
+};
+
+#define METAROCE_RING_HDR_SIZE		128
+
+/**
+ * struct metaroce_sge - scatter/gather element of a work request.
+ * @addr: virtual address (or iova) inside the MR named by @lkey.
+ * @length: byte count.
+ * @lkey: local key of the MR.
+ */
+struct metaroce_sge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/* Opcodes of struct metaroce_send_wqe (the values of enum ib_uverbs_wr_opcode). */
+enum metaroce_wr_opcode {
+	METAROCE_WR_RDMA_WRITE		= 0,
+	METAROCE_WR_RDMA_WRITE_WITH_IMM	= 1,
+	METAROCE_WR_SEND		= 2,
+	METAROCE_WR_SEND_WITH_IMM	= 3,
+	METAROCE_WR_RDMA_READ		= 4,
+	METAROCE_WR_ATOMIC_CMP_AND_SWP	= 5,
+	METAROCE_WR_ATOMIC_FETCH_AND_ADD = 6,
+	METAROCE_WR_SEND_WITH_INV	= 9,
+};
+
+/* send_flags of struct metaroce_send_wqe (the values of enum ibv_send_flags). */
+enum metaroce_send_flags {
+	METAROCE_SEND_FENCE		= 1 << 0,
+	METAROCE_SEND_SIGNALED		= 1 << 1,
+	METAROCE_SEND_SOLICITED		= 1 << 2,
+	METAROCE_SEND_INLINE		= 1 << 3,
+};
+
+/**
+ * struct metaroce_send_wqe - send queue slot header.
+ * @wr_id: returned in the completion.
+ * @opcode: enum metaroce_wr_opcode.
+ * @send_flags: enum metaroce_send_flags.
+ * @num_sge: number of struct metaroce_sge following the header; with
+ *	METAROCE_SEND_INLINE, 0 and @inline_len bytes of data follow instead.
+ * @inline_len: length of the inline data.
+ * @imm_data: immediate data (network order) or the rkey to invalidate.
+ * @remote_addr: RDMA and atomic target address.
+ * @rkey: RDMA and atomic target key.
+ * @compare_add: atomic compare value (CMP_AND_SWP) or addend (FETCH_AND_ADD).
+ * @swap: atomic swap value.
+ * @ud: UD destination: @ud.ah handle, @ud.remote_qpn and @ud.remote_qkey.
+ *
+ * The slot stride (a power of two >= 128) is returned by create_qp; the
+ * scatter list or the inline data fills the rest of the slot.
+ */
+struct metaroce_send_wqe {
+	__aligned_u64 wr_id;
+	__u32 opcode;
+	__u32 send_flags;
+	__u32 num_sge;
+	__u32 inline_len;
+	__u32 imm_data;
+	__u32 rkey;
+	__aligned_u64 remote_addr;
+	__aligned_u64 compare_add;
+	__aligned_u64 swap;
+	struct {
+		__u32 ah;
+		__u32 remote_qpn;
+		__u32 remote_qkey;
+		__u32 reserved;
+	} ud;
+};
+
+/**
+ * struct metaroce_recv_wqe - receive queue (and SRQ) slot header.
+ * @wr_id: returned in the completion.
+ * @num_sge: number of struct metaroce_sge following, 0 allowed.
+ * @reserved: must be zero.
+ */
+struct metaroce_recv_wqe {
+	__aligned_u64 wr_id;
+	__u32 num_sge;
+	__u32 reserved;
+};
+
+/* Opcodes of struct metaroce_cqe (the values of enum ibv_wc_opcode). */
+enum metaroce_wc_opcode {
+	METAROCE_WC_SEND		= 0,
+	METAROCE_WC_RDMA_WRITE		= 1,
+	METAROCE_WC_RDMA_READ		= 2,
+	METAROCE_WC_COMP_SWAP		= 3,
+	METAROCE_WC_FETCH_ADD		= 4,
+	METAROCE_WC_RECV		= 128,
+	METAROCE_WC_RECV_RDMA_WITH_IMM	= 129,
+};
+
+/**
+ * struct metaroce_cqe - completion queue slot (32 bytes).
+ * @wr_id: the work request's wr_id.
+ * @byte_len: bytes received (receive side) or transferred.
+ * @imm_data: immediate data (network order) or invalidated rkey.
+ * @qp_num: local QP number.
+ * @src_qp: remote QP number (UD).
+ * @status: enum ib_wc_status value.
+ * @opcode: enum metaroce_wc_opcode.
+ * @wc_flags: enum ib_wc_flags bits: IB_WC_GRH (1), IB_WC_WITH_IMM (2),
+ *	IB_WC_WITH_INVALIDATE (4); the provider converts them to IBV_WC_*.
+ * @sl: service level.
+ * @pkey_index: P_Key index.
+ * @reserved: zero.
+ */
+struct metaroce_cqe {
+	__aligned_u64 wr_id;
+	__u32 byte_len;
+	__u32 imm_data;
+	__u32 qp_num;
+	__u32 src_qp;
+	__u8 status;
+	__u8 opcode;
+	__u8 wc_flags;
+	__u8 sl;
+	__u16 pkey_index;
+	__u16 reserved;
+};
+
+/**
+ * struct metaroce_alloc_ucontext_resp - driver data of alloc_ucontext.
+ * @abi_version: METAROCE_ABI_VERSION.
+ * @reserved: zero.
+ */
+struct metaroce_alloc_ucontext_resp {
+	__u32 abi_version;
+	__u32 reserved;
+};
+
+/**
+ * struct metaroce_alloc_pd_resp - driver data of alloc_pd.
+ * @pdn: PD number, for diagnostics.
+ * @reserved: zero.
+ */
+struct metaroce_alloc_pd_resp {
+	__u32 pdn;
+	__u32 reserved;
+};
+
+/**
+ * struct metaroce_create_cq_resp - driver data of create_cq and resize_cq.
+ * @mmap_offset: pass to mmap() on the context fd to map the ring.
+ * @mmap_size: bytes to map (header plus slots).
+ * @depth: number of slots (power of two, >= the requested cqe + 1).
+ * @cqn: CQ number, for diagnostics.
+ */
+struct metaroce_create_cq_resp {
+	__aligned_u64 mmap_offset;
+	__u32 mmap_size;
+	__u32 depth;
+	__u32 cqn;
+	__u32 reserved;
+};
+
+/**
+ * struct metaroce_create_qp_resp - driver data of create_qp.
+ * @sq_mmap_offset: mmap offset of the send ring (0 if the QP has no SQ).
+ * @rq_mmap_offset: mmap offset of the receive ring (0 with an SRQ or
+ *	max_recv_wr == 0).
+ * @sq_mmap_size: bytes of the send ring mapping.
+ * @rq_mmap_size: bytes of the receive ring mapping.
+ * @sq_depth: send ring slots (power of two).
+ * @rq_depth: receive ring slots (power of two).
+ * @sq_stride: bytes per send slot.
+ * @rq_stride: bytes per receive slot.
+ */
+struct metaroce_create_qp_resp {
+	__aligned_u64 sq_mmap_offset;
+	__aligned_u64 rq_mmap_offset;
+	__u32 sq_mmap_size;
+	__u32 rq_mmap_size;
+	__u32 sq_depth;
+	__u32 rq_depth;
+	__u32 sq_stride;
+	__u32 rq_stride;
+};
+
+/**
+ * struct metaroce_create_srq_resp - driver data of create_srq.
+ * @mmap_offset: mmap offset of the SRQ ring.
+ * @mmap_size: bytes of the mapping.
+ * @depth: slots (power of two).
+ * @stride: bytes per slot.
+ * @srq_num: SRQ number.
+ */
+struct metaroce_create_srq_resp {
+	__aligned_u64 mmap_offset;
+	__u32 mmap_size;
+	__u32 depth;
+	__u32 stride;
+	__u32 srq_num;
+};
+
+#endif /* METAROCE_ABI_USER_H */
