@@ -73,7 +73,7 @@ static u8 mrc_swqe_load(struct mrc_qp *qp, u32 idx)
 	u32 i;
 
 	memcpy(shadow, mrc_ring_slot(&qp->sq, idx), qp->sq.stride);
-	memset(s, 0, offsetof(struct mrc_swqe, sge));
+	memset(s, 0, sizeof(*s));
 	s->wr = *w;
 	s->started = true;
 	s->shift = qp->pmtu_shift;

@@ -356,6 +356,9 @@ int mrc_register_device(struct mrc_dev *mdev, const char *name)
 	ibdev->num_comp_vectors = num_possible_cpus();
 	ibdev->local_dma_lkey = 0;
 	ibdev->node_guid = cpu_to_be64(mdev->guid);
+	/* not in the core's default set: the SQ doorbell and CQ arming */
+	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	ib_set_device_ops(ibdev, &mrc_dev_ops);
 
 	err = ib_device_set_netdev(ibdev, mdev->ndev, 1);

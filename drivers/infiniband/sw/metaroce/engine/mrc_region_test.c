@@ -1,14 +1,110 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* placeholder */
+/* KUnit suite for placement checks; included at the end of mrc_region.c. */
 #include <kunit/test.h>
 
-static void mrc_region_placeholder(struct kunit *test)
+#define ACC_ALL	(MRC_ACC_LOCAL_WRITE | MRC_ACC_REMOTE_WRITE | \
+		 MRC_ACC_REMOTE_READ | MRC_ACC_REMOTE_ATOMIC)
+
+/* only the access bits matter, whatever key the region came from */
+static void mrc_region_access(struct kunit *test)
 {
-	KUNIT_EXPECT_EQ(test, 1, 1);
+	struct mrc_region r = { .iova = 0x1000, .length = 0x1000 };
+	u32 grant, need;
+
+	for (grant = 0; grant <= ACC_ALL; grant++) {
+		r.access = grant;
+		for (need = 0; need <= ACC_ALL; need++) {
+			int want = (grant & need) == need ? 0 : -EACCES;
+
+			KUNIT_EXPECT_EQ_MSG(test, mrc_region_check(&r, 0x1800, 8,
+								   need),
+					    want, "grant %#x need %#x", grant,
+					    need);
+		}
+	}
+	/* bits outside the known ones are not granted by accident */
+	r.access = ACC_ALL;
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x1800, 8, 0x100), -EACCES);
+	/* access is checked before bounds */
+	r.access = MRC_ACC_REMOTE_READ;
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0, 8, MRC_ACC_REMOTE_WRITE),
+			-EACCES);
+}
+
+static void mrc_region_bounds(struct kunit *test)
+{
+	struct mrc_region r = {
+		.iova = 0x1000, .length = 0x1000, .access = ACC_ALL,
+	};
+	const u32 w = MRC_ACC_REMOTE_WRITE;
+
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x1000, 0x1000, w), 0);
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x1000, 1, w), 0);
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x1fff, 1, w), 0);
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x1fff, 2, w), -ERANGE);
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x0fff, 1, w), -ERANGE);
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x0fff, 2, w), -ERANGE);
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x2000, 1, w), -ERANGE);
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x1000, 0x1001, w), -ERANGE);
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0, 0x3000, w), -ERANGE);
+
+	/* an empty region holds nothing */
+	r.length = 0;
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x1000, 1, w), -ERANGE);
+}
+
+static void mrc_region_overflow(struct kunit *test)
+{
+	struct mrc_region r = {
+		.iova = 0xffffffffffff0000ull, .length = 0x10000,
+		.access = ACC_ALL,
+	};
+	const u32 rd = MRC_ACC_REMOTE_READ;
+
+	/* a region up to the top of the address space */
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0xffffffffffff0000ull,
+					       0xffff, rd), 0);
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0xfffffffffffffff0ull,
+					       0xf, rd), 0);
+	/* va + len wrapping past 2^64 */
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0xfffffffffffffff0ull,
+					       0x10, rd), -ERANGE);
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0xffffffffffffff00ull,
+					       0x200, rd), -ERANGE);
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0xffffffffffff0000ull,
+					       ~0ull, rd), -ERANGE);
+	/* a huge length from a small va, against a huge region */
+	r.iova = 0x1000;
+	r.length = 0xfffffffffffff000ull;
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x2000, ~0ull - 0x1000, rd),
+			-ERANGE);
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x2000,
+					       0xffffffffffffdfffull, rd), 0);
+	/* an end of exactly 2^64 wraps to 0: refused as well */
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x2000,
+					       0xffffffffffffe000ull, rd),
+			-ERANGE);
+}
+
+static void mrc_region_zero_length(struct kunit *test)
+{
+	struct mrc_region r = { .iova = 0x1000, .length = 0x1000 };
+
+	/* zero bytes touch nothing: allowed anywhere, with any access */
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x1000, 0,
+					       MRC_ACC_REMOTE_WRITE), 0);
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0, 0, ACC_ALL), 0);
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, ~0ull, 0,
+					       MRC_ACC_REMOTE_ATOMIC), 0);
+	r.length = 0;
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x1000, 0, 0), 0);
 }
 
 static struct kunit_case mrc_region_cases[] = {
-	KUNIT_CASE(mrc_region_placeholder),
+	KUNIT_CASE(mrc_region_access),
+	KUNIT_CASE(mrc_region_bounds),
+	KUNIT_CASE(mrc_region_overflow),
+	KUNIT_CASE(mrc_region_zero_length),
 	{}
 };
 
@@ -16,4 +112,7 @@ static struct kunit_suite mrc_region_suite = {
 	.name = "metaroce_region",
 	.test_cases = mrc_region_cases,
 };
+
 kunit_test_suite(mrc_region_suite);
+
+#undef ACC_ALL

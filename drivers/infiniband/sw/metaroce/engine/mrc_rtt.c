@@ -7,11 +7,12 @@
  *                    srtt   = 7/8 srtt   + 1/8 R
  *   rto = srtt + max(G, 4 rttvar), G = 1 us, clamped to [rto_min, rto_max]
  *
- * Integer arithmetic rounds to nearest, so a long run of equal samples
- * converges to within half a microsecond instead of sticking up to 7 us
- * low as truncation would.  A sample of 0 counts as 1 us.  min_rtt is the
- * smallest sample since init (0: none yet).  Exponential backoff is kept
- * apart from the base RTO and applied by mrc_rtt_rto().
+ * Integer arithmetic rounds to nearest: a long run of equal samples R
+ * leaves srtt in [R - 3, R + 4] us, where truncation would leave it up to
+ * 7 us low, and rttvar settles at a few us rather than 0.  A sample of 0
+ * counts as 1 us.  min_rtt is the smallest sample since init (0: none
+ * yet).  Exponential backoff is kept apart from the base RTO and applied
+ * by mrc_rtt_rto().
  */
 #include <metaroce/mrc_engine.h>
 

@@ -29,7 +29,9 @@
  *   waited rack_rtt + reo_wnd.
  * - Tail-loss probe: max(2 srtt, tlp_min) after the later of the last
  *   send and the last progress, while no probe is out, no PSN awaits a
- *   retransmission and an RTT sample exists.
+ *   retransmission, no RTO has expired since the last progress and an
+ *   RTT sample exists.  The caller resends tx->probe_psn, the highest
+ *   PSN not yet delivered.
  * - RTO: mrc_rtt_rto() after the later of the oldest outstanding PSN's
  *   transmission and the last progress (responses to a long READ keep
  *   it from expiring while they stream in).
@@ -312,7 +314,7 @@ int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r)
 	if (mrc_tx_deliver(tx, psn, now, &c))
 		mrc_tx_spurious(tx);
 	if (c.valid && (!tx->rresp_valid ||
-	     mrc_rack_after(c.ts, c.psn, tx->rresp_ts, tx->rresp_psn))) {
+			mrc_rack_after(c.ts, c.psn, tx->rresp_ts, tx->rresp_psn))) {
 		tx->rresp_ts = c.ts;
 		tx->rresp_psn = c.psn;
 		tx->rresp_rtt = now - c.ts;
@@ -420,7 +422,7 @@ static bool mrc_tx_tlp_due(const struct mrc_tx *tx, u32 *due)
 {
 	u32 pto;
 
-	if (tx->tlp_out || tx->lost || !tx->rtt.srtt)
+	if (tx->tlp_out || tx->lost || tx->timeouts || !tx->rtt.srtt)
 		return false;
 	pto = tx->rtt.srtt > MRC_U32_MAX / 2 ? MRC_U32_MAX : 2 * tx->rtt.srtt;
 	if (pto < tx->tlp_min)

@@ -1,14 +1,788 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* placeholder */
+/*
+ * KUnit suite for the sender scoreboard; included at the end of mrc_tx.c.
+ *
+ * Every scoreboard gets fixed tunables (RTO 1000 us initial and minimum,
+ * 64000 us maximum, reo_wnd_min 50 us, tlp_min 200 us) so the expected
+ * times below can be computed by hand; times are explicit, never the
+ * wall clock.
+ */
 #include <kunit/test.h>
 
-static void mrc_tx_placeholder(struct kunit *test)
+#define NOTS	0xffffffffu	/* ACK without a usable timestamp */
+
+static struct mrc_tx *mrc_tt_new(struct kunit *test, u32 nslots, u32 isn)
 {
-	KUNIT_EXPECT_EQ(test, 1, 1);
+	struct mrc_tx *tx = kunit_kzalloc(test, sizeof(*tx), GFP_KERNEL);
+	struct mrc_tx_slot *slots = kunit_kcalloc(test, nslots, sizeof(*slots),
+						  GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, tx);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, slots);
+	mrc_tx_init(tx, slots, nslots, isn, nslots);
+	mrc_rtt_init(&tx->rtt, 1000, 1000, 64000);
+	tx->reo_wnd_min = 50;
+	tx->reo_wnd = 50;
+	tx->tlp_min = 200;
+	return tx;
+}
+
+/* send @n single-PSN packets, the first at @t0, @step us apart */
+static void mrc_tt_send(struct kunit *test, struct mrc_tx *tx, u32 n, u32 t0,
+			u32 step)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, tx->nxt, 1, t0 + i * step,
+						  (u16)i, 0), 0);
+}
+
+/* an ACK for cum plus the listed PSNs as SACK bits */
+static int mrc_tt_ack(struct mrc_tx *tx, u32 now, u32 cum, u32 ts_echo,
+		      const u32 *sacked, u32 nsacked, struct mrc_ack_result *r)
+{
+	u64 words[MRC_ACK_MAX_SACKW] = { 0 };
+	struct mrc_ack_info a = {
+		.cum = cum,
+		.sack = words,
+		.ts_echo = ts_echo == NOTS ? 0 : ts_echo,
+		.ts_valid = ts_echo != NOTS,
+	};
+	u32 i, off;
+
+	for (i = 0; i < nsacked; i++) {
+		off = sacked[i] - cum - 1;
+		if (off >= 64 * MRC_ACK_MAX_SACKW)
+			continue;
+		words[off / 64] |= 1ull << (off % 64);
+		if (off / 64 + 1 > a.sack_words)
+			a.sack_words = off / 64 + 1;
+	}
+	return mrc_tx_ack(tx, &a, now, r);
+}
+
+/* one PSN sent at 0 and ACKed at @rtt: srtt = min_rtt = @rtt */
+static void mrc_tt_warm(struct kunit *test, struct mrc_tx *tx, u32 rtt)
+{
+	struct mrc_ack_result r;
+
+	mrc_tt_send(test, tx, 1, 0, 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, rtt, tx->nxt, 0, NULL, 0, &r), 0);
+	KUNIT_ASSERT_EQ(test, tx->rtt.srtt, rtt);
+	KUNIT_ASSERT_EQ(test, mrc_tx_outstanding(tx), 0u);
+}
+
+static bool mrc_tt_acked(const struct mrc_tx *tx, u32 psn)
+{
+	return mrc_psn_lt(psn, tx->una) ||
+	       (mrc_tx_slot(tx, psn)->flags & MRC_TXS_ACKED);
+}
+
+static void mrc_tx_send_rules(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 8, 100);
+	u32 d;
+
+	KUNIT_EXPECT_EQ(test, tx->una, 100u);
+	KUNIT_EXPECT_EQ(test, tx->nxt, 100u);
+	KUNIT_EXPECT_EQ(test, tx->wnd, 8u);
+	KUNIT_EXPECT_FALSE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 5000, 7, 1), MRC_TXT_NONE);
+
+	/* new data starts at nxt, covers >= 1 PSN, takes only NEED_RESP */
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 101, 1, 5, 0, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 100, 0, 5, 0, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 100, 1, 5, 0, MRC_TXS_LOST),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 100, 9, 5, 0, MRC_TXS_NEED_RESP),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, tx->nxt, 100u);
+
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 100, 1, 5, 7, 0), 0);
+	KUNIT_EXPECT_EQ(test, tx->progress_ts, 5u);	/* first after idle */
+	KUNIT_EXPECT_EQ(test, tx->last_send_ts, 5u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 100)->entropy, 7);
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 100)->xmits, 1);
+	mrc_tt_send(test, tx, 5, 6, 1);
+	KUNIT_EXPECT_EQ(test, tx->progress_ts, 5u);
+	/* a READ of 2 fills the last slots; nothing more fits */
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 106, 3, 20, 0, MRC_TXS_NEED_RESP),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 106, 2, 20, 0, MRC_TXS_NEED_RESP),
+			0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_outstanding(tx), 8u);
+	KUNIT_EXPECT_FALSE(test, mrc_tx_can_send(tx, 1));
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 108, 1, 21, 0, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, mrc_tx_outstanding(tx), 8u);
+
+	/* retransmissions: only outstanding ranges */
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 103, 1, 30, 9, 0), 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 103)->xmits, 2);
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 103)->xmit_ts, 30u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 103)->entropy, 9);
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 103)->flags, 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 106, 2, 31, 0, 0), 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 107)->flags, MRC_TXS_NEED_RESP);
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 99, 1, 32, 0, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 107, 2, 32, 0, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 100, 9, 32, 0, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 0x80000000u, 1, 32, 0, 0),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, tx->last_send_ts, 31u);
+
+	/* xmits saturates */
+	for (d = 0; d < 300; d++)
+		mrc_tx_sent(tx, 100, 1, 40, 0, 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 100)->xmits, 255);
+
+	/* the window is clamped to the slots */
+	mrc_tx_init(tx, tx->slots, 8, 0, 1000);
+	KUNIT_EXPECT_EQ(test, tx->wnd, 8u);
+}
+
+static void mrc_tx_ack_everything(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+	struct mrc_ack_result r;
+	u32 d;
+
+	mrc_tt_send(test, tx, 10, 0, 1);
+	tx->timeouts = 2;
+	tx->rtt.backoff = 2;
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 100, 10, 9, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 10u);
+	KUNIT_EXPECT_TRUE(test, r.una_advanced);
+	KUNIT_EXPECT_FALSE(test, r.stale);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 91u);
+	KUNIT_EXPECT_EQ(test, tx->una, 10u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_outstanding(tx), 0u);
+	KUNIT_EXPECT_EQ(test, tx->timeouts, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.backoff, 0u);
+	KUNIT_EXPECT_EQ(test, tx->progress_ts, 100u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 91u);
+	KUNIT_EXPECT_TRUE(test, tx->rack_valid);
+	KUNIT_EXPECT_EQ(test, tx->rack_psn, 9u);
+	KUNIT_EXPECT_EQ(test, tx->rack_rtt, 91u);
+	KUNIT_EXPECT_FALSE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 100000), 0u);
+
+	/* the same ACK again is a no-op */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 200, 10, 9, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
+	KUNIT_EXPECT_FALSE(test, r.una_advanced);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, tx->progress_ts, 100u);
+
+	/* idle, then new data: progress restarts at the first send */
+	mrc_tt_send(test, tx, 1, 5000, 0);
+	KUNIT_EXPECT_EQ(test, tx->progress_ts, 5000u);
+}
+
+static void mrc_tx_ack_beyond_nxt(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0xfffffffe);
+	struct mrc_ack_result r;
+
+	mrc_tt_send(test, tx, 4, 0, 1);		/* 0xfffffffe .. 1 */
+	r.newly_acked = 77;
+	KUNIT_EXPECT_EQ(test, mrc_tt_ack(tx, 100, 3, 0, NULL, 0, &r), -EINVAL);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
+	KUNIT_EXPECT_EQ(test, tx->una, 0xfffffffeu);
+	KUNIT_EXPECT_FALSE(test, mrc_tt_acked(tx, 0xfffffffe));
+	KUNIT_EXPECT_FALSE(test, tx->rack_valid);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 0u);
+	KUNIT_EXPECT_EQ(test, mrc_tt_ack(tx, 100, 2, 0, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 4u);
+	KUNIT_EXPECT_EQ(test, tx->una, 2u);
+}
+
+static void mrc_tx_stale_ack(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+	struct mrc_ack_result r;
+	static const u32 s8[] = { 8 };
+	static const u32 s4[] = { 4 };
+
+	mrc_tt_send(test, tx, 10, 0, 1);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 100, 6, 5, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->una, 6u);
+
+	/* an older ACK overtaken by the one above still carries a SACK */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 110, 3, 8, s8, 1, &r), 0);
+	KUNIT_EXPECT_TRUE(test, r.stale);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
+	KUNIT_EXPECT_FALSE(test, r.una_advanced);
+	KUNIT_EXPECT_EQ(test, tx->una, 6u);
+	KUNIT_EXPECT_TRUE(test, mrc_tt_acked(tx, 8));
+	KUNIT_EXPECT_FALSE(test, mrc_tt_acked(tx, 7));
+	KUNIT_EXPECT_EQ(test, tx->progress_ts, 110u);
+
+	/* nothing new: no progress, no sample, no reset */
+	tx->timeouts = 2;
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 120, 3, 8, s8, 1, &r), 0);
+	KUNIT_EXPECT_TRUE(test, r.stale);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, tx->timeouts, 2u);
+	KUNIT_EXPECT_EQ(test, tx->progress_ts, 110u);
+	/* SACK bits below una are old news */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 130, 2, 8, s4, 1, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
+	KUNIT_EXPECT_EQ(test, tx->una, 6u);
+}
+
+static void mrc_tx_sack_decode(struct kunit *test)
+{
+	static const u32 sacked[] = { 1, 64, 65, 128, 200, 256 };
+	struct mrc_tx *tx = mrc_tt_new(test, 512, 0);
+	u64 words[MRC_ACK_MAX_SACKW];
+	struct mrc_ack_info a = { .sack = words };
+	struct mrc_ack_result r;
+	u32 psn, i;
+	bool want;
+
+	mrc_tt_send(test, tx, 300, 0, 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 100, 0, NOTS, sacked,
+					 ARRAY_SIZE(sacked), &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, (u32)ARRAY_SIZE(sacked));
+	KUNIT_EXPECT_EQ(test, tx->una, 0u);
+	for (psn = 0; psn < 300; psn++) {
+		want = false;
+		for (i = 0; i < ARRAY_SIZE(sacked); i++)
+			want |= sacked[i] == psn;
+		KUNIT_EXPECT_EQ_MSG(test, mrc_tt_acked(tx, psn), want,
+				    "psn %u", psn);
+	}
+
+	/* SACK bits past nxt are ignored, not marked */
+	tx = mrc_tt_new(test, 8, 0);
+	mrc_tt_send(test, tx, 5, 0, 0);
+	memset(words, 0xff, sizeof(words));
+	a.cum = 0;
+	a.sack_words = MRC_ACK_MAX_SACKW;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 100, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 4u);
+	KUNIT_EXPECT_EQ(test, tx->una, 0u);
+	for (psn = 5; psn < 8; psn++)		/* slots never used */
+		KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, psn)->flags, 0);
+	a.cum = 5;
+	a.sack_words = 0;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 101, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
+	KUNIT_EXPECT_EQ(test, tx->una, 5u);
+	/* slots are reused cleanly */
+	mrc_tt_send(test, tx, 8, 200, 1);
+	for (psn = 5; psn < 13; psn++)
+		KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, psn)->flags, 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_sent(tx, 13, 1, 300, 0, 0), -EINVAL);
+}
+
+/* receiver bitmap -> SACK words -> sender scoreboard, several windows */
+static void mrc_tx_sack_roundtrip(struct kunit *test)
+{
+	u64 *map = kunit_kcalloc(test, 4, sizeof(u64), GFP_KERNEL);
+	struct mrc_rx *rx = kunit_kzalloc(test, sizeof(*rx), GFP_KERNEL);
+	const u32 isn = 0xffffff00;
+	struct mrc_tx *tx = mrc_tt_new(test, 512, isn);
+	u64 words[MRC_ACK_MAX_SACKW];
+	struct mrc_ack_info a = { .sack = words };
+	struct mrc_ack_result r;
+	u32 seed = 12345, round, psn, base, i;
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, map);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, rx);
+	mrc_rx_init(rx, map, 256, isn);
+	for (round = 0; round < 8; round++) {
+		/* fill the send window */
+		while (mrc_tx_outstanding(tx) < 300)
+			mrc_tt_send(test, tx, 1, round * 1000, 0);
+		/* a random 60 % of the receive window arrives */
+		base = rx->nxt;
+		for (i = 0; i < 256; i++) {
+			seed = seed * 1103515245 + 12345;
+			if ((seed >> 16) % 10 < 6)
+				mrc_rx_accept(rx, base + i, 1);
+		}
+		a.cum = rx->nxt;
+		a.sack_words = mrc_rx_sack(rx, words, MRC_ACK_MAX_SACKW);
+		KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, round * 1000 + 500,
+						 &r), 0);
+		KUNIT_EXPECT_EQ(test, tx->una, rx->nxt);
+		for (psn = tx->una; psn != tx->nxt; psn++)
+			KUNIT_EXPECT_EQ_MSG(test, mrc_tt_acked(tx, psn),
+					    mrc_rx_has(rx, psn),
+					    "round %u psn %#x", round, psn);
+	}
+	KUNIT_EXPECT_NE(test, rx->nxt, isn);
+}
+
+static void mrc_tx_need_resp(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+	struct mrc_ack_result r;
+	u32 psn;
+
+	mrc_tt_send(test, tx, 1, 0, 0);				/* WRITE 0 */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 4, 1, 0, MRC_TXS_NEED_RESP),
+			0);					/* READ 1-4 */
+	mrc_tt_send(test, tx, 1, 2, 0);				/* WRITE 5 */
+
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 100, 6, 2, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 2u);
+	KUNIT_EXPECT_EQ(test, tx->una, 1u);
+	for (psn = 1; psn <= 4; psn++)
+		KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, psn)->flags,
+				MRC_TXS_NEED_RESP | MRC_TXS_REQ_SEEN);
+
+	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 1, 110, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
+	KUNIT_EXPECT_TRUE(test, r.una_advanced);
+	KUNIT_EXPECT_EQ(test, tx->una, 2u);
+	KUNIT_EXPECT_TRUE(test, tx->rresp_valid);
+	KUNIT_EXPECT_EQ(test, tx->rresp_rtt, 109u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 1, 111, &r), 1);	/* below una */
+	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 5, 111, &r), -EINVAL);
+	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 6, 111, &r), -EINVAL);
+	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 3, 120, &r), 0);
+	KUNIT_EXPECT_FALSE(test, r.una_advanced);
+	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 3, 121, &r), 1);	/* duplicate */
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 2, 130, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->una, 4u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 4, 140, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->una, 6u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_outstanding(tx), 0u);
+
+	/* a response may come before the ACK of its request */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 6, 1, 200, 0, MRC_TXS_NEED_RESP),
+			0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 6, 300, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->una, 7u);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 301, 7, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
+}
+
+/* reordering shorter than rack_rtt + reo_wnd costs nothing */
+static void mrc_tx_reordering_tolerated(struct kunit *test)
+{
+	static const u32 s6[] = { 6 };
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_result r;
+	u32 d;
+
+	mrc_tt_warm(test, tx, 100);
+	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 50u);	/* max(100 / 4, 50) */
+	mrc_tt_send(test, tx, 10, 1000, 1);		/* PSN 1-10 */
+
+	/* 6 overtakes 1-5 */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1110, 1, 1005, s6, 1, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 105u);
+	KUNIT_EXPECT_EQ(test, tx->rack_psn, 6u);
+	KUNIT_EXPECT_EQ(test, tx->rack_rtt, 105u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 1110), 0u);
+	KUNIT_EXPECT_TRUE(test, tx->reo_armed);
+	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 1000u + 105 + 50);
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 1155u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1154, 7, 0), MRC_TXT_NONE);
+
+	/* the rest arrives inside the window */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1154, 11, 1009, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 9u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 1154), 0u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1155, 7, 0), MRC_TXT_NONE);
+	KUNIT_EXPECT_EQ(test, tx->lost, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rack_marked, 0u);
+	KUNIT_EXPECT_FALSE(test, mrc_tx_deadline(tx, &d));
+}
+
+/*
+ * PSN 3 is lost: found exactly rack_rtt + reo_wnd after it was sent, never
+ * counted as a timeout; then its retransmission is lost too.
+ */
+static void mrc_tx_loss_and_lost_retransmission(struct kunit *test)
+{
+	static const u32 s4_10[] = { 4, 5, 6, 7, 8, 9, 10 };
+	static const u32 s4_12[] = { 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_result r;
+	u32 d, psn;
+
+	mrc_tt_warm(test, tx, 100);
+	mrc_tt_send(test, tx, 10, 1000, 1);		/* PSN 1-10 */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1110, 3, 1009, s4_10,
+					 ARRAY_SIZE(s4_10), &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 9u);
+	KUNIT_EXPECT_EQ(test, tx->rack_psn, 10u);
+	KUNIT_EXPECT_EQ(test, tx->rack_rtt, 101u);
+	/* srtt (7 * 100 + 101) / 8 = 100, so TLP would be due at 1310 */
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 1110), 0u);
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 1002u + 101 + 50);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1152, 0, 1), MRC_TXT_NONE);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1153, 0, 1), MRC_TXT_RETX);
+	KUNIT_EXPECT_EQ(test, tx->lost, 1u);
+	KUNIT_EXPECT_EQ(test, tx->rack_marked, 1u);
+	KUNIT_EXPECT_EQ(test, tx->timeouts, 0u);	/* not a timeout */
+	KUNIT_EXPECT_EQ(test, tx->rtt.backoff, 0u);
+	psn = tx->una;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, psn, 3u);
+	psn = 4;
+	KUNIT_EXPECT_FALSE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 3)->flags,
+			MRC_TXS_LOST | MRC_TXS_RACK);
+
+	/* retransmit 3, send 11 and 12; only 11 and 12 arrive */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 3, 1, 1153, 0, 0), 0);
+	KUNIT_EXPECT_EQ(test, tx->lost, 0u);
+	mrc_tt_send(test, tx, 2, 1160, 1);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1265, 3, 1161, s4_12,
+					 ARRAY_SIZE(s4_12), &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 2u);
+	KUNIT_EXPECT_EQ(test, tx->rack_rtt, 104u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 1265), 0u);
+	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 1153u + 104 + 50);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1306, 0, 1), MRC_TXT_NONE);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1307, 0, 1), MRC_TXT_RETX);
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 3)->xmits, 2);
+	KUNIT_EXPECT_EQ(test, tx->timeouts, 0u);
+
+	/* third copy arrives one RTT later: genuine, not spurious */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 3, 1, 1307, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1410, 13, 1307, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
+	KUNIT_EXPECT_EQ(test, tx->una, 13u);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 0u);
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u);
+}
+
+/* the last packets are lost: a tail-loss probe, then the RTO */
+static void mrc_tx_tail_loss(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_result r;
+	u32 d, psn;
+
+	mrc_tt_warm(test, tx, 100);
+	mrc_tt_send(test, tx, 5, 1000, 1);		/* PSN 1-5 */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1104, 4, 1002, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 1104), 0u);
+	KUNIT_EXPECT_FALSE(test, tx->reo_armed);	/* nothing sent before 3 */
+	/* TLP: 1104 + max(2 * 100, 200); RTO: 1104 + 1000 */
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 1304u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1303, 7, 0), MRC_TXT_NONE);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1304, 7, 0), MRC_TXT_PROBE);
+	KUNIT_EXPECT_EQ(test, tx->probe_psn, 5u);
+	KUNIT_EXPECT_TRUE(test, tx->tlp_out);
+	KUNIT_EXPECT_EQ(test, tx->tlps, 1u);
+	KUNIT_EXPECT_EQ(test, tx->timeouts, 0u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 5, 1, 1304, 0, 0), 0);
+
+	/* one probe only; the RTO counts from the head's transmission */
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 2104u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 2103, 7, 0), MRC_TXT_NONE);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 2104, 7, 0), MRC_TXT_RTO);
+	KUNIT_EXPECT_EQ(test, tx->lost, 2u);
+	KUNIT_EXPECT_EQ(test, tx->timeouts, 1u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.backoff, 1u);
+	KUNIT_EXPECT_EQ(test, tx->rtos, 1u);
+	KUNIT_EXPECT_FALSE(test, tx->tlp_out);
+	psn = 0;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, psn, 4u);
+	psn++;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, psn, 5u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 5)->flags, MRC_TXS_LOST);
+
+	/* after an RTO no probe until progress; the next RTO is doubled */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 2, 2104, 0, 0), 0);
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 2104u + 2000);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 2210, 6, 2104, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 2u);
+	KUNIT_EXPECT_EQ(test, tx->timeouts, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.backoff, 0u);
+	KUNIT_EXPECT_FALSE(test, mrc_tx_deadline(tx, &d));
+}
+
+static void mrc_tx_retry_accounting(struct kunit *test)
+{
+	static const u32 rto_at[] = { 1000, 3000, 7000, 15000, 31000, 63000 };
+	struct mrc_tx *tx = mrc_tt_new(test, 8, 0);
+	struct mrc_ack_result r;
+	u32 i, d;
+
+	/* retry_cnt 2 and 5 ms: the third RTO at 7 ms passes both */
+	mrc_tt_send(test, tx, 1, 0, 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 999, 2, 5000), MRC_TXT_NONE);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1000, 2, 5000), MRC_TXT_RTO);
+	mrc_tx_sent(tx, 0, 1, 1000, 0, 0);
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 3000u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 3000, 2, 5000), MRC_TXT_RTO);
+	mrc_tx_sent(tx, 0, 1, 3000, 0, 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 7000, 2, 5000), MRC_TXT_FAIL);
+	KUNIT_EXPECT_EQ(test, tx->timeouts, 3u);
+
+	/* retry count passed but not the time: keep going until both are */
+	tx = mrc_tt_new(test, 8, 0);
+	mrc_tt_send(test, tx, 1, 0, 0);
+	for (i = 0; i < ARRAY_SIZE(rto_at); i++) {
+		KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+		KUNIT_EXPECT_EQ(test, d, rto_at[i]);
+		KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, d, 2, 100000),
+				MRC_TXT_RTO);
+		KUNIT_EXPECT_EQ(test, tx->timeouts, i + 1);
+		mrc_tx_sent(tx, 0, 1, d, 0, 0);
+	}
+	/* rto << 6 = 64000 = rto_max */
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 63000u + 64000);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, d, 2, 100000), MRC_TXT_FAIL);
+
+	/* time passed but not the retry count */
+	tx = mrc_tt_new(test, 8, 0);
+	mrc_tt_send(test, tx, 1, 0, 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1000, 7, 100), MRC_TXT_RTO);
+
+	/* fail_after 0: never fail; the backoff stops at its cap */
+	tx = mrc_tt_new(test, 8, 0);
+	mrc_tt_send(test, tx, 1, 0, 0);
+	for (i = 0; i < 40; i++) {
+		KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+		KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, d, 0, 0), MRC_TXT_RTO);
+		mrc_tx_sent(tx, 0, 1, d, 0, 0);
+	}
+	KUNIT_EXPECT_EQ(test, tx->timeouts, 40u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.backoff, (u32)MRC_RTO_MAX_BACKOFF);
+	KUNIT_EXPECT_EQ(test, mrc_rtt_rto(&tx->rtt), 64000u);
+
+	/* only consecutive timeouts count: progress resets the count */
+	tx = mrc_tt_new(test, 8, 0);
+	mrc_tt_send(test, tx, 2, 0, 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1000, 1, 1), MRC_TXT_RTO);
+	mrc_tx_sent(tx, 0, 2, 1000, 0, 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1100, 1, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->timeouts, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.backoff, 0u);
+	KUNIT_EXPECT_EQ(test, tx->progress_ts, 1100u);
+	/* RTO from the progress: 1100 + 1000 */
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 2099, 1, 1), MRC_TXT_NONE);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 2100, 1, 1), MRC_TXT_RTO);
+	KUNIT_EXPECT_EQ(test, tx->timeouts, 1u);
+	mrc_tx_sent(tx, 1, 1, 2100, 0, 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 4100, 1, 1), MRC_TXT_FAIL);
+}
+
+/*
+ * A long READ: its PSNs wait for responses, which stream in for longer
+ * than an RTO; later requests being ACKed must not mark them lost.
+ */
+static void mrc_tx_long_read(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_result r;
+	u32 k, psn;
+
+	mrc_tt_warm(test, tx, 100);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 30, 1000, 0,
+					  MRC_TXS_NEED_RESP), 0);
+	mrc_tt_send(test, tx, 1, 1001, 0);		/* WRITE 31 */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1101, 32, 1001, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
+	KUNIT_EXPECT_EQ(test, tx->una, 1u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 1101), 0u);
+	KUNIT_EXPECT_FALSE(test, tx->reo_armed);
+
+	/* responses every 80 us for 2.3 ms, PSN 10 missing */
+	for (k = 1; k <= 30; k++) {
+		u32 now = 1100 + 80 * k;
+
+		KUNIT_EXPECT_EQ_MSG(test, mrc_tx_on_timer(tx, now - 1, 7, 0),
+				    MRC_TXT_NONE, "before response %u", k);
+		if (k == 10)
+			continue;
+		KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, k, now, &r), 0);
+		if (k == 11) {
+			/* 10 is judged against responses only */
+			KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, now), 0u);
+			KUNIT_EXPECT_TRUE(test, tx->reo_armed);
+			KUNIT_EXPECT_EQ(test, tx->reo_deadline, now + 50);
+			KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, now + 50),
+					1u);
+			psn = 0;
+			KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+			KUNIT_EXPECT_EQ(test, psn, 10u);
+			/* the caller asks for segment 10 again */
+			KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 10, 1, now + 50,
+							  0, 0), 0);
+		}
+	}
+	KUNIT_EXPECT_EQ(test, tx->rtos, 0u);
+	KUNIT_EXPECT_EQ(test, tx->una, 10u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 10, 3600, &r), 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_outstanding(tx), 0u);
+	KUNIT_EXPECT_EQ(test, tx->rack_marked, 1u);
+}
+
+/* a retransmission the original beat: reo_wnd grows, later decays */
+static void mrc_tx_spurious_adapts(struct kunit *test)
+{
+	static const u32 s3[] = { 3 };
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_result r;
+	u32 k, t, due, a;
+
+	mrc_tt_warm(test, tx, 1000);
+	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 250u);	/* 1000 / 4 */
+	mrc_tt_send(test, tx, 3, 2000, 1);		/* PSN 1-3 */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 3002, 1, 2002, s3, 1, &r), 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 3002), 0u);
+	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 2000u + 1000 + 250);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 3251, 7, 0), MRC_TXT_RETX);
+	KUNIT_EXPECT_EQ(test, tx->lost, 2u);		/* 1 and 2 */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 2, 3251, 0, 0), 0);
+	/* the originals arrive 49 us after the retransmission */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 3300, 4, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 2u);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 2u);
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 2u);	/* once per ACK */
+	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 500u);
+	KUNIT_EXPECT_EQ(test, tx->rack_psn, 3u);	/* ambiguous: unused */
+
+	/* a probe that turns out unneeded says nothing about reordering */
+	mrc_tt_send(test, tx, 1, 4000, 0);		/* PSN 4 */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 5000, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 5010, 5, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 3u);
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 2u);
+
+	/* MRC_REO_PERSIST genuine recoveries bring it back */
+	for (k = 0; k < MRC_REO_PERSIST; k++) {
+		t = 10000 + 10000 * k;
+		a = tx->nxt;
+		mrc_tt_send(test, tx, 2, t, 1);
+		KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, t + 1001, a, NOTS,
+						 (u32[]){ a + 1 }, 1, &r), 0);
+		KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, t + 1001), 0u);
+		due = t + 1000 + tx->reo_wnd;
+		KUNIT_EXPECT_EQ(test, tx->reo_deadline, due);
+		KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, due, 7, 0),
+				MRC_TXT_RETX);
+		KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, a, 1, due, 0, 0), 0);
+		KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, due + 1000, a + 2, NOTS,
+						 NULL, 0, &r), 0);
+		KUNIT_EXPECT_EQ(test, tx->reo_steps, k + 1 < MRC_REO_PERSIST ?
+				2u : 1u);
+	}
+	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 250u);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 3u);
+}
+
+/* the whole story across the 32-bit PSN wrap */
+static void mrc_tx_psn_wrap(struct kunit *test)
+{
+	static const u32 sacked[] = { 0xffffffff, 0, 3 };
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0xfffffffa);
+	struct mrc_ack_result r;
+	u32 psn;
+
+	mrc_tt_send(test, tx, 12, 1000, 1);		/* ...fa to 5 */
+	KUNIT_EXPECT_EQ(test, tx->nxt, 6u);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1100, 0xfffffffd, NOTS, sacked,
+					 ARRAY_SIZE(sacked), &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 6u);
+	KUNIT_EXPECT_EQ(test, tx->una, 0xfffffffdu);
+	KUNIT_EXPECT_EQ(test, tx->rack_psn, 3u);
+	KUNIT_EXPECT_EQ(test, tx->rack_rtt, 91u);
+	/* fd, fe, 1, 2 were sent before 3: lost after 91 + 50 us */
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 1143), 0u);
+	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 1144u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 1149), 4u);
+	KUNIT_EXPECT_EQ(test, tx->lost, 4u);
+	psn = tx->una;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, psn, 0xfffffffdu);
+	psn++;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, psn, 0xfffffffeu);
+	psn++;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, psn, 1u);
+	psn++;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, psn, 2u);
+	psn++;
+	KUNIT_EXPECT_FALSE(test, mrc_tx_next_lost(tx, &psn));
+	/* 4 and 5 were sent after 3: not lost */
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 4)->flags, 0);
+
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1200, 6, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 6u);
+	KUNIT_EXPECT_EQ(test, tx->lost, 0u);
+	KUNIT_EXPECT_EQ(test, tx->una, 6u);
+}
+
+static void mrc_tx_timestamps(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+	struct mrc_ack_info a = { .ts_valid = true };
+	struct mrc_ack_result r;
+
+	mrc_tt_send(test, tx, 4, 0, 0);
+	/* the receiver held the ACK 50 us */
+	a.cum = 1;
+	a.ts_echo = 0;
+	a.delay = 50;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 150, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 100u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
+	/* a delay longer than the round trip is bogus: no sample */
+	a.cum = 2;
+	a.delay = 500;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 160, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	/* an echo from the future: no sample */
+	a.cum = 3;
+	a.delay = 0;
+	a.ts_echo = 1000;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 170, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	/* delay equal to the round trip: 0 counts as 1 us */
+	a.cum = 4;
+	a.delay = 180;
+	a.ts_echo = 0;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 180, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 1u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.min_rtt, 1u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.latest, 1u);
+	/* reo_wnd follows min_rtt but keeps its floor */
+	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 50u);
 }
 
 static struct kunit_case mrc_tx_cases[] = {
-	KUNIT_CASE(mrc_tx_placeholder),
+	KUNIT_CASE(mrc_tx_send_rules),
+	KUNIT_CASE(mrc_tx_ack_everything),
+	KUNIT_CASE(mrc_tx_ack_beyond_nxt),
+	KUNIT_CASE(mrc_tx_stale_ack),
+	KUNIT_CASE(mrc_tx_sack_decode),
+	KUNIT_CASE(mrc_tx_sack_roundtrip),
+	KUNIT_CASE(mrc_tx_need_resp),
+	KUNIT_CASE(mrc_tx_reordering_tolerated),
+	KUNIT_CASE(mrc_tx_loss_and_lost_retransmission),
+	KUNIT_CASE(mrc_tx_tail_loss),
+	KUNIT_CASE(mrc_tx_retry_accounting),
+	KUNIT_CASE(mrc_tx_long_read),
+	KUNIT_CASE(mrc_tx_spurious_adapts),
+	KUNIT_CASE(mrc_tx_psn_wrap),
+	KUNIT_CASE(mrc_tx_timestamps),
 	{}
 };
 
@@ -16,4 +790,7 @@ static struct kunit_suite mrc_tx_suite = {
 	.name = "metaroce_tx",
 	.test_cases = mrc_tx_cases,
 };
+
 kunit_test_suite(mrc_tx_suite);
+
+#undef NOTS

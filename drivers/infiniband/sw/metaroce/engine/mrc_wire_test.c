@@ -3,7 +3,7 @@
  * KUnit suite for the wire format; included at the end of mrc_wire.c.
  *
  * Every case starts from a valid packet of one opcode, applies up to
- * three mutations (a struct field before building, a raw byte after, or
+ * four mutations (a struct field before building, a raw byte after, or
  * the datagram length) and expects parse to return 0 with an exact round
  * trip, or one specific drop reason.
  */
@@ -42,7 +42,7 @@ struct mrc_wt_mut {
 struct mrc_wt_case {
 	const char *name;
 	u8 op;
-	struct mrc_wt_mut m[3];
+	struct mrc_wt_mut m[4];
 	int err;
 };
 
@@ -186,10 +186,13 @@ static u32 mrc_wt_make(struct kunit *test, const struct mrc_wt_case *c,
 	mrc_wt_base(p, c->op);
 	for (i = 0; i < ARRAY_SIZE(c->m); i++)
 		mrc_wt_apply(p, &c->m[i]);
+	/* what build writes as zero */
+	if (p->opcode <= MRC_OP_READ_REQ && !(p->flags & (MRC_F_IMM | MRC_F_INV)))
+		p->req.imm = 0;
 	hl = mrc_wire_build(buf, p);
 	KUNIT_ASSERT_NE(test, hl, 0);
-	KUNIT_ASSERT_EQ(test, hl, mrc_wire_hdr_len(p->opcode,
-				p->opcode == MRC_OP_ACK ? p->ack.sack_words : 0));
+	i = p->opcode == MRC_OP_ACK ? p->ack.sack_words : 0;
+	KUNIT_ASSERT_EQ(test, hl, mrc_wire_hdr_len(p->opcode, i));
 	p->hdr_len = hl;
 	for (i = 0; i < p->pay_len; i++)
 		buf[hl + i] = (u8)(i * 7 + 1);
@@ -460,13 +463,18 @@ static const struct mrc_wt_case mrc_wt_bad[] = {
 	{ "offset_u32_wrap", MRC_OP_SEND,
 	  { M(MW_MSGLEN, MRC_MAX_MSG_LEN), M(MW_OFFSET, 0xfffff000),
 	    M(MW_PAY, 4096) }, E(BAD_LENGTH) },
-	{ "last_before_end", MRC_OP_SEND, { M(MW_MSGLEN, 10001) },
+	{ "last_before_end", MRC_OP_SEND, { M(MW_MSGLEN, 12289), M(MW_PAY, 4096) },
 	  E(BAD_LENGTH) },
+	{ "last_short_before_end", MRC_OP_SEND, { M(MW_MSGLEN, 10001) },
+	  E(BAD_PAY_LEN) },
 	{ "last_past_end", MRC_OP_SEND, { M(MW_MSGLEN, 9999) }, E(BAD_LENGTH) },
 	{ "end_without_last", MRC_OP_WRITE, { M(MW_MSGLEN, 2048) },
 	  E(BAD_LENGTH) },
 	{ "zero_length_without_last", MRC_OP_SEND,
-	  { M(MW_FLAGS, 0), M(MW_MSGLEN, 0), M(MW_OFFSET, 0) }, E(BAD_PAY_LEN) },
+	  { M(MW_FLAGS, 0), M(MW_MSGLEN, 0), M(MW_OFFSET, 0), M(MW_PAY, 0) },
+	  E(BAD_LENGTH) },
+	{ "payload_in_zero_length", MRC_OP_SEND,
+	  { M(MW_MSGLEN, 0), M(MW_OFFSET, 0), M(MW_PAY, 1) }, E(BAD_LENGTH) },
 	{ "read_req_above_max", MRC_OP_READ_REQ,
 	  { M(MW_OFFSET, 0), M(MW_MSGLEN, MRC_MAX_MSG_LEN + 1) }, E(BAD_LENGTH) },
 	{ "read_req_end_above_max", MRC_OP_READ_REQ,
@@ -525,7 +533,7 @@ static void mrc_wire_every_truncation(struct kunit *test)
 	};
 	struct mrc_pkt *p = kunit_kzalloc(test, sizeof(*p), GFP_KERNEL);
 	u8 *buf = kunit_kzalloc(test, MRC_WT_BUF, GFP_KERNEL);
-	u32 i, len, hl;
+	u32 i, len, hl, total;
 	int err;
 
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, p);
@@ -533,14 +541,14 @@ static void mrc_wire_every_truncation(struct kunit *test)
 	for (i = 0; i < ARRAY_SIZE(ops); i++) {
 		mrc_wt_base(p, ops[i]);
 		hl = mrc_wire_build(buf, p);
-		for (len = 0; len < hl + p->pay_len; len++) {
+		total = hl + p->pay_len;
+		for (len = 0; len < total; len++) {
 			err = mrc_wire_parse(buf, len, p);
 			KUNIT_EXPECT_NE(test, err, 0);
 			if (len < hl)
 				KUNIT_EXPECT_EQ(test, err, E(TRUNCATED));
 			else
 				KUNIT_EXPECT_EQ(test, err, E(BAD_PAY_LEN));
-			mrc_wt_base(p, ops[i]);
 		}
 	}
 }
@@ -673,6 +681,7 @@ static struct kunit_suite mrc_wire_suite = {
 	.name = "metaroce_wire",
 	.test_cases = mrc_wire_cases,
 };
+
 kunit_test_suite(mrc_wire_suite);
 
 #undef M
