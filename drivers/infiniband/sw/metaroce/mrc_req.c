@@ -283,11 +283,12 @@ void mrc_sq_complete(struct mrc_qp *qp)
 			break;
 		if (mrc_op_needs_resp(s->op) && qp->rd_outstanding)
 			qp->rd_outstanding--;
+		/* free the slot first: a poller may post again at once */
+		s->started = false;
+		mrc_sq_retire(qp);
 		if (qp->sq_sig_all ||
 		    (s->wr.send_flags & METAROCE_SEND_SIGNALED))
 			mrc_cqe_send(qp, s, IB_WC_SUCCESS);
-		s->started = false;
-		mrc_sq_retire(qp);
 	}
 }
 
@@ -315,10 +316,10 @@ void mrc_flush_sq(struct mrc_qp *qp, u8 first_status)
 			s->wr.opcode = READ_ONCE(w->opcode);
 			s->length = 0;
 		}
-		mrc_cqe_send(qp, s, status);
 		s->started = false;
-		status = IB_WC_WR_FLUSH_ERR;
 		mrc_sq_retire(qp);
+		mrc_cqe_send(qp, s, status);
+		status = IB_WC_WR_FLUSH_ERR;
 	}
 	qp->sq_next = qp->sq_cons;
 	qp->sq_prod = qp->sq_cons;

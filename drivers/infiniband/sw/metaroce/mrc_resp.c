@@ -140,11 +140,11 @@ static void mrc_resp_complete(struct mrc_qp *qp)
 		if (m->has_inv)
 			c.wc_flags |= IB_WC_WITH_INVALIDATE;
 		c.imm_data = m->imm;
-		mrc_cq_post(qp->rcq, &c, m->solicited);
 		if (!qp->srq) {
 			qp->rq_cons++;
 			smp_store_release(&qp->rq.hdr->cons, qp->rq_cons);
 		}
+		mrc_cq_post(qp->rcq, &c, m->solicited);
 		memset(m, 0, sizeof(*m));
 		qp->rmsn_base++;
 	}

@@ -209,6 +209,16 @@ static void mrc_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
 }
 
+/*
+ * The device is going away while a process still has it open.  Nothing to
+ * revoke: the core destroys the process's objects, and ring pages it still
+ * has mapped stay valid (each mapped page holds its own reference) until
+ * it unmaps them.  Without this op, removal would wait for the process.
+ */
+static void mrc_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
 static int mrc_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct mrc_dev *mdev = to_mdev(ibpd->device);
@@ -312,6 +322,7 @@ static const struct ib_device_ops mrc_dev_ops = {
 	.destroy_cq = mrc_destroy_cq,
 	.destroy_qp = mrc_destroy_qp,
 	.destroy_srq = mrc_destroy_srq,
+	.disassociate_ucontext = mrc_disassociate_ucontext,
 	.get_dma_mr = mrc_get_dma_mr,
 	.get_hw_stats = mrc_get_hw_stats,
 	.get_link_layer = mrc_get_link_layer,

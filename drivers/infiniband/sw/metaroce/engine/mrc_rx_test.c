@@ -5,6 +5,8 @@
  */
 #include <kunit/test.h>
 
+#include <metaroce/mrc_wire.h>
+
 /* ---- PSN and time arithmetic (mrc_engine.h inlines) ---- */
 
 static void mrc_psn_wrap(struct kunit *test)

@@ -9,6 +9,8 @@
  */
 #include <kunit/test.h>
 
+#include <metaroce/mrc_wire.h>
+
 #define NOTS	0xffffffffu	/* ACK without a usable timestamp */
 
 static struct mrc_tx *mrc_tt_new(struct kunit *test, u32 nslots, u32 isn)
