@@ -12,15 +12,15 @@
 #include <linux/string.h>
 #else
 #include <stdbool.h>
-#include <stdint.h>
 #include <string.h>
 #include <errno.h>
-typedef uint8_t u8;
-typedef uint16_t u16;
-typedef uint32_t u32;
-typedef uint64_t u64;
-typedef int32_t s32;
-typedef int64_t s64;
+#include <linux/types.h>
+typedef __u8 u8;
+typedef __u16 u16;
+typedef __u32 u32;
+typedef __u64 u64;
+typedef __s32 s32;
+typedef __s64 s64;
 #endif
 
 #endif /* MRC_TYPES_H */

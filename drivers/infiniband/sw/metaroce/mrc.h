@@ -34,7 +34,7 @@
 #define MRC_MAX_SRQ		16384
 #define MRC_MAX_SRQ_WR		16384
 #define MRC_MAX_RD_ATOM		16
-#define MRC_MAX_MR_SIZE		(1ULL << 40)
+#define MRC_MAX_MR_SIZE		BIT_ULL(40)
 #define MRC_VENDOR_ID		0xffffff
 #define MRC_VENDOR_PART		0x4d52
 #define MRC_GID_TBL_LEN		64
@@ -104,7 +104,7 @@ struct mrc_dev {
 	struct xarray mr_xa;		/* key index -> struct mrc_mr */
 	u32 next_mr;
 	u8 next_key;
-	spinlock_t key_lock;
+	spinlock_t key_lock;		/* next_key and the other counters */
 	struct xarray srq_xa;
 	u32 next_srq;
 	u32 next_pdn;
@@ -178,6 +178,23 @@ struct mrc_ring {
 	struct rdma_user_mmap_entry *mmap_entry;
 };
 
+/*
+ * Ring indexes shared with userspace.  A producer fills slots and then
+ * publishes prod; the consumer reads prod before it reads the slots (and
+ * the same for cons and slot reuse), so loads acquire and stores release.
+ */
+static inline u32 mrc_ring_load(const u32 *idx)
+{
+	/* pairs with the other side's mrc_ring_store() */
+	return smp_load_acquire(idx);
+}
+
+static inline void mrc_ring_store(u32 *idx, u32 v)
+{
+	/* pairs with the other side's mrc_ring_load() */
+	smp_store_release(idx, v);
+}
+
 static inline void *mrc_ring_slot(struct mrc_ring *r, u32 idx)
 {
 	return (u8 *)r->buf + METAROCE_RING_HDR_SIZE +
@@ -192,7 +209,7 @@ struct mrc_mmap_entry {
 
 struct mrc_cq {
 	struct ib_cq ibcq;
-	spinlock_t lock;
+	spinlock_t lock;		/* ring, prod, kcons, notify */
 	struct mrc_ring ring;
 	u32 cqn;
 	u32 prod;			/* kernel's producer index */
@@ -241,7 +258,7 @@ struct mrc_rwqe {
 
 struct mrc_srq {
 	struct ib_srq ibsrq;
-	spinlock_t lock;
+	spinlock_t lock;		/* ring, cons, limit */
 	struct mrc_ring ring;
 	u32 srq_num;
 	u32 cons;			/* kernel consumer index */

@@ -83,7 +83,7 @@ int mrc_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 /* consumer index: userspace's for a user CQ (untrusted), ours otherwise */
 static u32 mrc_cq_cons(struct mrc_cq *cq)
 {
-	return cq->is_user ? smp_load_acquire(&cq->ring.hdr->cons) : cq->kcons;
+	return cq->is_user ? mrc_ring_load(&cq->ring.hdr->cons) : cq->kcons;
 }
 
 int mrc_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
@@ -181,7 +181,7 @@ int mrc_cq_post(struct mrc_cq *cq, const struct metaroce_cqe *cqe,
 	}
 	memcpy(mrc_ring_slot(&cq->ring, cq->prod), cqe, sizeof(*cqe));
 	cq->prod++;
-	smp_store_release(&cq->ring.hdr->prod, cq->prod);
+	mrc_ring_store(&cq->ring.hdr->prod, cq->prod);
 	if (cq->notify == IB_CQ_NEXT_COMP ||
 	    (cq->notify == IB_CQ_SOLICITED && (solicited || cqe->status))) {
 		cq->notify = 0;

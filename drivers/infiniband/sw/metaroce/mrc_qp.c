@@ -59,7 +59,8 @@ static int mrc_qp_sizes(struct mrc_qp *qp, struct ib_qp_init_attr *init)
 		qp->rq.stride = roundup_pow_of_two(MRC_RWQE_HDR +
 				max_t(u32, cap->max_recv_sge, 1) * MRC_SGE_SZ);
 		qp->max_recv_sge = min_t(u32, MRC_MAX_SGE,
-				(qp->rq.stride - MRC_RWQE_HDR) / MRC_SGE_SZ);
+					 (qp->rq.stride - MRC_RWQE_HDR) /
+					 MRC_SGE_SZ);
 	}
 	if (init->srq)
 		qp->rmsg_n = MRC_SRQ_CLAIM;
@@ -539,7 +540,7 @@ static int mrc_post_one_send(struct mrc_qp *qp, const struct ib_send_wr *wr)
 		}
 		w->num_sge = wr->num_sge;
 	}
-	smp_store_release(&qp->sq.hdr->prod, prod + 1);
+	mrc_ring_store(&qp->sq.hdr->prod, prod + 1);
 	return 0;
 }
 
@@ -598,7 +599,7 @@ static int mrc_post_one_recv(struct mrc_ring *ring, u32 cons, u32 max_sge,
 		sge[i].length = wr->sg_list[i].length;
 		sge[i].lkey = wr->sg_list[i].lkey;
 	}
-	smp_store_release(&ring->hdr->prod, prod + 1);
+	mrc_ring_store(&ring->hdr->prod, prod + 1);
 	return 0;
 }
 
@@ -641,7 +642,7 @@ int mrc_rq_peek(struct mrc_qp *qp, u32 idx, struct mrc_rwqe *out)
 {
 	const struct metaroce_recv_wqe *w;
 	const struct metaroce_sge *sge;
-	u32 prod = smp_load_acquire(&qp->rq.hdr->prod);
+	u32 prod = mrc_ring_load(&qp->rq.hdr->prod);
 	u32 avail = prod - qp->rq_cons;
 	u32 i, n;
 	u64 len = 0;
@@ -812,7 +813,7 @@ bool mrc_srq_take(struct mrc_srq *srq, struct mrc_rwqe *out)
 	spin_lock_bh(&srq->lock);
 	if (!srq->ring.buf)
 		goto out;
-	prod = smp_load_acquire(&srq->ring.hdr->prod);
+	prod = mrc_ring_load(&srq->ring.hdr->prod);
 	if (prod == srq->cons || prod - srq->cons > srq->ring.depth)
 		goto out;
 	w = mrc_ring_slot(&srq->ring, srq->cons);
@@ -827,7 +828,7 @@ bool mrc_srq_take(struct mrc_srq *srq, struct mrc_rwqe *out)
 		ok = len <= MRC_MAX_MSG_LEN;
 	}
 	srq->cons++;
-	smp_store_release(&srq->ring.hdr->cons, srq->cons);
+	mrc_ring_store(&srq->ring.hdr->cons, srq->cons);
 	if (srq->limit && prod - srq->cons < srq->limit) {
 		srq->limit = 0;
 		fire = true;

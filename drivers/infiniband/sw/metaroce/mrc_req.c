@@ -269,7 +269,7 @@ static void mrc_cqe_send(struct mrc_qp *qp, struct mrc_swqe *s, u8 status)
 static void mrc_sq_retire(struct mrc_qp *qp)
 {
 	qp->sq_cons++;
-	smp_store_release(&qp->sq.hdr->cons, qp->sq_cons);
+	mrc_ring_store(&qp->sq.hdr->cons, qp->sq_cons);
 }
 
 /* complete, in order, every WQE whose PSNs are all delivered */
@@ -298,7 +298,7 @@ void mrc_sq_complete(struct mrc_qp *qp)
  */
 void mrc_flush_sq(struct mrc_qp *qp, u8 first_status)
 {
-	u32 prod = smp_load_acquire(&qp->sq.hdr->prod);
+	u32 prod = mrc_ring_load(&qp->sq.hdr->prod);
 	u8 status = first_status;
 
 	if (!qp->sq.buf)
@@ -410,7 +410,7 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 /* send new packets while the window allows */
 static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now)
 {
-	u32 prod = smp_load_acquire(&qp->sq.hdr->prod);
+	u32 prod = mrc_ring_load(&qp->sq.hdr->prod);
 
 	if (prod - qp->sq_cons > qp->sq.depth) {
 		/* a corrupt producer index: treat as a local QP error */
@@ -646,6 +646,14 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 		mrc_send_run(qp);
 }
 
+/* READ responses answer READs, atomic responses answer atomics */
+static bool mrc_resp_fits(u8 resp_op, u8 req_op)
+{
+	if (resp_op == MRC_OP_READ_RESP)
+		return req_op == MRC_OP_READ_REQ;
+	return req_op != MRC_OP_READ_REQ;
+}
+
 void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
 		      const void *payload)
 {
@@ -662,8 +670,7 @@ void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
 		return;
 	}
 	s = mrc_find_swqe(qp, p->psn);
-	if (!s || !mrc_op_needs_resp(s->op) ||
-	    (p->opcode == MRC_OP_READ_RESP) != (s->op == MRC_OP_READ_REQ)) {
+	if (!s || !mrc_op_needs_resp(s->op) || !mrc_resp_fits(p->opcode, s->op)) {
 		spin_unlock_bh(&qp->lock);
 		mrc_count_drop(mdev, MRC_DROP_BAD_ACK);
 		return;
@@ -787,7 +794,7 @@ void mrc_flush_rq(struct mrc_qp *qp)
 		memset(m, 0, sizeof(*m));
 	}
 	if (qp->has_rq && qp->rq.buf) {
-		prod = smp_load_acquire(&qp->rq.hdr->prod);
+		prod = mrc_ring_load(&qp->rq.hdr->prod);
 		if (prod - qp->rq_cons > qp->rq.depth)
 			prod = qp->rq_cons + qp->rq.depth;
 		while (qp->rq_cons != prod) {
@@ -798,7 +805,7 @@ void mrc_flush_rq(struct mrc_qp *qp)
 			mrc_cq_post(qp->rcq, &c, false);
 			qp->rq_cons++;
 		}
-		smp_store_release(&qp->rq.hdr->cons, qp->rq_cons);
+		mrc_ring_store(&qp->rq.hdr->cons, qp->rq_cons);
 	}
 	qp->rmsn_base = 0;
 	spin_unlock_bh(&qp->lock);

@@ -142,7 +142,7 @@ static void mrc_resp_complete(struct mrc_qp *qp)
 		c.imm_data = m->imm;
 		if (!qp->srq) {
 			qp->rq_cons++;
-			smp_store_release(&qp->rq.hdr->cons, qp->rq_cons);
+			mrc_ring_store(&qp->rq.hdr->cons, qp->rq_cons);
 		}
 		mrc_cq_post(qp->rcq, &c, m->solicited);
 		memset(m, 0, sizeof(*m));
@@ -195,7 +195,7 @@ static bool mrc_resp_check_err(struct mrc_qp *qp)
 		mrc_cq_post(qp->rcq, &c, false);
 		if (!qp->srq) {
 			qp->rq_cons++;
-			smp_store_release(&qp->rq.hdr->cons, qp->rq_cons);
+			mrc_ring_store(&qp->rq.hdr->cons, qp->rq_cons);
 		}
 		memset(m, 0, sizeof(*m));
 		qp->rmsn_base++;
