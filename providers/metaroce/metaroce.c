@@ -1,0 +1,977 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * metaroce userspace verbs provider.
+ *
+ * Control operations are plain uverbs commands.  The data path uses rings
+ * shared with the kernel (see rdma/metaroce-abi.h): post_send and post_recv
+ * write slots and publish a producer index, poll_cq reads completion slots
+ * and publishes a consumer index.  The only system call on the data path is
+ * the send doorbell, an IB_USER_VERBS_CMD_POST_SEND without work requests,
+ * issued once per post_send call that queued something.
+ */
+
+#include <config.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <ccan/minmax.h>
+#include <util/compiler.h>
+
+#include "metaroce.h"
+
+/* The rings carry the verbs values unchanged; make sure they agree. */
+#define METAROCE_SAME(a, b) static_assert((int)(a) == (int)(b), #a " != " #b)
+METAROCE_SAME(IBV_WR_RDMA_WRITE, METAROCE_WR_RDMA_WRITE);
+METAROCE_SAME(IBV_WR_RDMA_WRITE_WITH_IMM, METAROCE_WR_RDMA_WRITE_WITH_IMM);
+METAROCE_SAME(IBV_WR_SEND, METAROCE_WR_SEND);
+METAROCE_SAME(IBV_WR_SEND_WITH_IMM, METAROCE_WR_SEND_WITH_IMM);
+METAROCE_SAME(IBV_WR_RDMA_READ, METAROCE_WR_RDMA_READ);
+METAROCE_SAME(IBV_WR_ATOMIC_CMP_AND_SWP, METAROCE_WR_ATOMIC_CMP_AND_SWP);
+METAROCE_SAME(IBV_WR_ATOMIC_FETCH_AND_ADD, METAROCE_WR_ATOMIC_FETCH_AND_ADD);
+METAROCE_SAME(IBV_WR_SEND_WITH_INV, METAROCE_WR_SEND_WITH_INV);
+METAROCE_SAME(IBV_SEND_FENCE, METAROCE_SEND_FENCE);
+METAROCE_SAME(IBV_SEND_SIGNALED, METAROCE_SEND_SIGNALED);
+METAROCE_SAME(IBV_SEND_SOLICITED, METAROCE_SEND_SOLICITED);
+METAROCE_SAME(IBV_SEND_INLINE, METAROCE_SEND_INLINE);
+static_assert(sizeof(struct metaroce_ring) <= METAROCE_RING_HDR_SIZE,
+	      "ring header");
+static_assert(sizeof(struct metaroce_cqe) == 32, "cqe size");
+static_assert(sizeof(struct metaroce_sge) == sizeof(struct ibv_sge), "sge");
+
+#define METAROCE_SEND_FLAGS                                                    \
+	(METAROCE_SEND_FENCE | METAROCE_SEND_SIGNALED |                        \
+	 METAROCE_SEND_SOLICITED | METAROCE_SEND_INLINE)
+
+/* wc_flags bits of struct metaroce_cqe (the kernel's IB_WC_* values) */
+enum {
+	METAROCE_CQE_GRH = 1 << 0,
+	METAROCE_CQE_WITH_IMM = 1 << 1,
+	METAROCE_CQE_WITH_INV = 1 << 2,
+};
+
+/* --- rings ---------------------------------------------------------------- */
+
+/*
+ * Map a ring described by the kernel.  A size of 0 means the object has no
+ * such ring: the queue is left empty (depth 0) and every post to it finds
+ * it full.  The geometry is checked so that a provider/kernel mismatch
+ * fails at create time instead of corrupting memory later.
+ */
+static int ring_map(struct ibv_context *ctx, struct metaroce_queue *q,
+		    uint64_t offset, uint32_t size, uint32_t depth,
+		    uint32_t stride, size_t min_stride)
+{
+	void *map;
+
+	q->map = NULL;
+	q->map_size = 0;
+	q->hdr = NULL;
+	q->slots = NULL;
+	q->depth = 0;
+	q->stride = 0;
+
+	if (!size)
+		return 0;
+
+	if (!depth || (depth & (depth - 1)) || stride < min_stride ||
+	    stride % 8 ||
+	    size < METAROCE_RING_HDR_SIZE + (uint64_t)depth * stride) {
+		verbs_err(verbs_get_ctx(ctx),
+			  "metaroce: bad ring geometry: size %u depth %u stride %u\n",
+			  size, depth, stride);
+		return EINVAL;
+	}
+
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
+		   offset);
+	if (map == MAP_FAILED)
+		return errno;
+
+	q->map = map;
+	q->map_size = size;
+	q->hdr = map;
+	q->slots = (uint8_t *)map + METAROCE_RING_HDR_SIZE;
+	q->depth = depth;
+	q->stride = stride;
+	return 0;
+}
+
+static void ring_unmap(struct metaroce_queue *q)
+{
+	if (q->map)
+		munmap(q->map, q->map_size);
+	q->map = NULL;
+	q->hdr = NULL;
+	q->slots = NULL;
+	q->depth = 0;
+}
+
+/* Number of scatter entries that fit in a slot after a header of hdr_size. */
+static uint32_t ring_sge_room(struct metaroce_queue *q, size_t hdr_size)
+{
+	if (!q->depth)
+		return 0;
+	return (q->stride - hdr_size) / sizeof(struct metaroce_sge);
+}
+
+/*
+ * Reserve the next producer slot.  *cons caches the consumer index; it is
+ * re-read (acquire, so the kernel is done with the slot) only when the
+ * cached value says the ring is full.
+ */
+static void *ring_next_slot(struct metaroce_queue *q, uint32_t prod,
+			    uint32_t *cons)
+{
+	if (!q->depth)
+		return NULL;
+	if (prod - *cons >= q->depth) {
+		*cons = ring_load_acquire(&q->hdr->cons);
+		if (prod - *cons >= q->depth)
+			return NULL;
+	}
+	return ring_slot(q, prod);
+}
+
+/* --- device and context --------------------------------------------------- */
+
+static int metaroce_query_device(struct ibv_context *context,
+				 const struct ibv_query_device_ex_input *input,
+				 struct ibv_device_attr_ex *attr,
+				 size_t attr_size)
+{
+	struct ib_uverbs_ex_query_device_resp resp;
+	size_t resp_size = sizeof(resp);
+	uint64_t fw;
+	int ret;
+
+	ret = ibv_cmd_query_device_any(context, input, attr, attr_size, &resp,
+				       &resp_size);
+	if (ret)
+		return ret;
+
+	fw = resp.base.fw_ver;
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		 "%u.%u.%u", (unsigned int)(fw >> 32) & 0xffff,
+		 (unsigned int)(fw >> 16) & 0xffff, (unsigned int)fw & 0xffff);
+	return 0;
+}
+
+static int metaroce_query_port(struct ibv_context *context, uint8_t port,
+			       struct ibv_port_attr *attr)
+{
+	struct ibv_query_port cmd = {};
+
+	return ibv_cmd_query_port(context, port, attr, &cmd, sizeof(cmd));
+}
+
+/* --- protection domains, memory regions, address handles ------------------ */
+
+static struct ibv_pd *metaroce_alloc_pd(struct ibv_context *context)
+{
+	struct mrc_alloc_pd_resp resp = {};
+	struct mrc_alloc_pd cmd = {};
+	struct metaroce_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+
+	ret = ibv_cmd_alloc_pd(context, &pd->ibv_pd, &cmd.ibv_cmd, sizeof(cmd),
+			       &resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		free(pd);
+		errno = ret;
+		return NULL;
+	}
+	pd->pdn = resp.pdn;
+	return &pd->ibv_pd;
+}
+
+static int metaroce_dealloc_pd(struct ibv_pd *ibpd)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_pd(ibpd);
+	if (ret)
+		return ret;
+	free(to_mpd(ibpd));
+	return 0;
+}
+
+/*
+ * Access flags go to the kernel as given.  libibverbs already drops the
+ * optional ones (IBV_ACCESS_RELAXED_ORDERING, ...) unless the kernel says
+ * it accepts them, and the kernel ignores optional flags it does not use.
+ */
+static struct ibv_mr *metaroce_reg_mr(struct ibv_pd *pd, void *addr,
+				      size_t length, uint64_t hca_va,
+				      int access)
+{
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_reg_mr cmd;
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+
+	ret = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd,
+			     sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+static int metaroce_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret;
+
+	ret = ibv_cmd_dereg_mr(vmr);
+	if (ret)
+		return ret;
+	free(vmr);
+	return 0;
+}
+
+static struct ibv_ah *metaroce_create_ah(struct ibv_pd *pd,
+					 struct ibv_ah_attr *attr)
+{
+	struct ib_uverbs_create_ah_resp resp;
+	struct ibv_ah *ah;
+	int ret;
+
+	ah = calloc(1, sizeof(*ah));
+	if (!ah) {
+		errno = ENOMEM;
+		return NULL;
+	}
+
+	ret = ibv_cmd_create_ah(pd, ah, attr, &resp, sizeof(resp));
+	if (ret) {
+		free(ah);
+		errno = ret;
+		return NULL;
+	}
+	return ah;
+}
+
+static int metaroce_destroy_ah(struct ibv_ah *ah)
+{
+	int ret;
+
+	ret = ibv_cmd_destroy_ah(ah);
+	if (ret)
+		return ret;
+	free(ah);
+	return 0;
+}
+
+/* --- completion queues ---------------------------------------------------- */
+
+static struct ibv_cq *metaroce_create_cq(struct ibv_context *context, int cqe,
+					 struct ibv_comp_channel *channel,
+					 int comp_vector)
+{
+	struct mrc_create_cq_resp resp = {};
+	struct mrc_create_cq cmd = {};
+	struct metaroce_cq *cq;
+	int ret;
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+
+	ret = ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->vcq.cq,
+				&cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
+	if (ret)
+		goto err_free;
+
+	ret = ring_map(context, &cq->ring, resp.mmap_offset, resp.mmap_size,
+		       resp.depth, sizeof(struct metaroce_cqe),
+		       sizeof(struct metaroce_cqe));
+	if (!ret && !cq->ring.map)
+		ret = EINVAL;
+	if (ret)
+		goto err_destroy;
+
+	pthread_spin_init(&cq->ring.lock, PTHREAD_PROCESS_PRIVATE);
+	cq->cqn = resp.cqn;
+	return &cq->vcq.cq;
+
+err_destroy:
+	ibv_cmd_destroy_cq(&cq->vcq.cq);
+err_free:
+	free(cq);
+	errno = ret;
+	return NULL;
+}
+
+static int metaroce_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct metaroce_cq *cq = to_mcq(ibcq);
+	int ret;
+
+	ret = ibv_cmd_destroy_cq(ibcq);
+	if (ret)
+		return ret;
+
+	ring_unmap(&cq->ring);
+	pthread_spin_destroy(&cq->ring.lock);
+	free(cq);
+	return 0;
+}
+
+/*
+ * The kernel builds a new ring holding the unconsumed completions; swap the
+ * mappings while holding the CQ lock so no poller sees the old ring after
+ * the kernel has left it.
+ */
+static int metaroce_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct metaroce_cq *cq = to_mcq(ibcq);
+	struct mrc_resize_cq_resp resp = {};
+	struct mrc_resize_cq cmd = {};
+	struct metaroce_queue nq;
+	int ret;
+
+	pthread_spin_lock(&cq->ring.lock);
+
+	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto out;
+
+	ret = ring_map(ibcq->context, &nq, resp.mmap_offset, resp.mmap_size,
+		       resp.depth, sizeof(struct metaroce_cqe),
+		       sizeof(struct metaroce_cqe));
+	if (!ret && !nq.map)
+		ret = EINVAL;
+	if (ret)
+		goto out;
+
+	ring_unmap(&cq->ring);
+	cq->ring.map = nq.map;
+	cq->ring.map_size = nq.map_size;
+	cq->ring.hdr = nq.hdr;
+	cq->ring.slots = nq.slots;
+	cq->ring.depth = nq.depth;
+	cq->ring.stride = nq.stride;
+	cq->cqn = resp.cqn;
+out:
+	pthread_spin_unlock(&cq->ring.lock);
+	return ret;
+}
+
+static inline void metaroce_cqe_to_wc(const struct metaroce_cqe *cqe,
+				      struct ibv_wc *wc)
+{
+	uint8_t flags = cqe->wc_flags;
+
+	wc->wr_id = cqe->wr_id;
+	wc->status = cqe->status;
+	wc->opcode = cqe->opcode;
+	wc->vendor_err = 0;
+	wc->byte_len = cqe->byte_len;
+	/* network order in both; also the invalidated rkey (union) */
+	wc->imm_data = (__force __be32)cqe->imm_data;
+	wc->qp_num = cqe->qp_num;
+	wc->src_qp = cqe->src_qp;
+	wc->wc_flags = ((flags & METAROCE_CQE_GRH) ? IBV_WC_GRH : 0) |
+		       ((flags & METAROCE_CQE_WITH_IMM) ? IBV_WC_WITH_IMM : 0) |
+		       ((flags & METAROCE_CQE_WITH_INV) ? IBV_WC_WITH_INV : 0);
+	wc->pkey_index = cqe->pkey_index;
+	wc->slid = 0;
+	wc->sl = cqe->sl;
+	wc->dlid_path_bits = 0;
+}
+
+static int metaroce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct metaroce_queue *q = &to_mcq(ibcq)->ring;
+	uint32_t cons, prod;
+	int n = 0;
+
+	pthread_spin_lock(&q->lock);
+
+	cons = ring_load_relaxed(&q->hdr->cons);
+	prod = ring_load_acquire(&q->hdr->prod);
+	while (n < ne && cons != prod) {
+		metaroce_cqe_to_wc(ring_slot(q, cons), &wc[n]);
+		cons++;
+		n++;
+	}
+	/* the slots are read before the kernel may reuse them */
+	if (n)
+		ring_store_release(&q->hdr->cons, cons);
+
+	pthread_spin_unlock(&q->lock);
+	return n;
+}
+
+static int metaroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	return ibv_cmd_req_notify_cq(ibcq, solicited_only);
+}
+
+/* --- queue pairs ---------------------------------------------------------- */
+
+static struct ibv_qp *metaroce_create_qp(struct ibv_pd *pd,
+					 struct ibv_qp_init_attr *attr)
+{
+	struct mrc_create_qp_resp resp = {};
+	struct mrc_create_qp cmd = {};
+	struct metaroce_qp *qp;
+	int ret;
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+
+	ret = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err_free;
+
+	ret = ring_map(pd->context, &qp->sq, resp.sq_mmap_offset,
+		       resp.sq_mmap_size, resp.sq_depth, resp.sq_stride,
+		       sizeof(struct metaroce_send_wqe));
+	if (ret)
+		goto err_destroy;
+	ret = ring_map(pd->context, &qp->rq, resp.rq_mmap_offset,
+		       resp.rq_mmap_size, resp.rq_depth, resp.rq_stride,
+		       sizeof(struct metaroce_recv_wqe));
+	if (ret)
+		goto err_unmap_sq;
+
+	/* attr->cap now holds what the kernel granted */
+	qp->sq.max_sge = min_t(uint32_t, attr->cap.max_send_sge,
+			       ring_sge_room(&qp->sq,
+					     sizeof(struct metaroce_send_wqe)));
+	qp->sq.max_inline = qp->sq.depth ?
+		qp->sq.stride - sizeof(struct metaroce_send_wqe) : 0;
+	qp->rq.max_sge = min_t(uint32_t, attr->cap.max_recv_sge,
+			       ring_sge_room(&qp->rq,
+					     sizeof(struct metaroce_recv_wqe)));
+	qp->has_srq = attr->srq != NULL;
+	pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
+	return &qp->vqp.qp;
+
+err_unmap_sq:
+	ring_unmap(&qp->sq);
+err_destroy:
+	ibv_cmd_destroy_qp(&qp->vqp.qp);
+err_free:
+	free(qp);
+	errno = ret;
+	return NULL;
+}
+
+static int metaroce_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+			      int attr_mask)
+{
+	struct ibv_modify_qp cmd = {};
+
+	return ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+static int metaroce_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+			     int attr_mask, struct ibv_qp_init_attr *init_attr)
+{
+	struct ibv_query_qp cmd = {};
+
+	return ibv_cmd_query_qp(ibqp, attr, attr_mask, init_attr, &cmd,
+				sizeof(cmd));
+}
+
+static int metaroce_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct metaroce_qp *qp = to_mqp(ibqp);
+	int ret;
+
+	ret = ibv_cmd_destroy_qp(ibqp);
+	if (ret)
+		return ret;
+
+	ring_unmap(&qp->sq);
+	ring_unmap(&qp->rq);
+	pthread_spin_destroy(&qp->sq.lock);
+	pthread_spin_destroy(&qp->rq.lock);
+	free(qp);
+	return 0;
+}
+
+/* Check that the QP type allows the opcode. */
+static int check_send_opcode(enum ibv_qp_type type, enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return (type == IBV_QPT_RC || type == IBV_QPT_UC ||
+			type == IBV_QPT_UD) ? 0 : EINVAL;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return (type == IBV_QPT_RC || type == IBV_QPT_UC) ? 0 : EINVAL;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_SEND_WITH_INV:
+		return type == IBV_QPT_RC ? 0 : EINVAL;
+	default:
+		return EINVAL;
+	}
+}
+
+/* Fill one send slot from a work request; nothing is published here. */
+static int write_send_wqe(struct metaroce_qp *qp, struct metaroce_send_wqe *wqe,
+			  const struct ibv_send_wr *wr)
+{
+	struct metaroce_queue *q = &qp->sq;
+	uint32_t flags = wr->send_flags & METAROCE_SEND_FLAGS;
+	enum ibv_qp_type type = qp->vqp.qp.qp_type;
+	int ret, i;
+
+	ret = check_send_opcode(type, wr->opcode);
+	if (ret)
+		return ret;
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge)
+		return EINVAL;
+	if (type == IBV_QPT_UD && !wr->wr.ud.ah)
+		return EINVAL;
+
+	/* inline data only makes sense for data that goes out */
+	if (wr->opcode == IBV_WR_RDMA_READ ||
+	    wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		flags &= ~METAROCE_SEND_INLINE;
+
+	wqe->wr_id = wr->wr_id;
+	wqe->opcode = wr->opcode;
+	wqe->send_flags = flags;
+	wqe->imm_data = 0;
+	wqe->rkey = 0;
+	wqe->remote_addr = 0;
+	wqe->compare_add = 0;
+	wqe->swap = 0;
+	memset(&wqe->ud, 0, sizeof(wqe->ud));
+
+	switch (wr->opcode) {
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		wqe->imm_data = (__force uint32_t)wr->imm_data;
+		break;
+	case IBV_WR_SEND_WITH_INV:
+		wqe->imm_data = wr->invalidate_rkey;
+		break;
+	default:
+		break;
+	}
+
+	if (type == IBV_QPT_UD) {
+		wqe->ud.ah = wr->wr.ud.ah->handle;
+		wqe->ud.remote_qpn = wr->wr.ud.remote_qpn;
+		wqe->ud.remote_qkey = wr->wr.ud.remote_qkey;
+	} else {
+		switch (wr->opcode) {
+		case IBV_WR_RDMA_WRITE:
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+		case IBV_WR_RDMA_READ:
+			wqe->remote_addr = wr->wr.rdma.remote_addr;
+			wqe->rkey = wr->wr.rdma.rkey;
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			wqe->remote_addr = wr->wr.atomic.remote_addr;
+			wqe->rkey = wr->wr.atomic.rkey;
+			wqe->compare_add = wr->wr.atomic.compare_add;
+			wqe->swap = wr->wr.atomic.swap;
+			break;
+		default:
+			break;
+		}
+	}
+
+	if (flags & METAROCE_SEND_INLINE) {
+		uint8_t *dst = (uint8_t *)(wqe + 1);
+		size_t len = 0;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			if (wr->sg_list[i].length > q->max_inline - len)
+				return EINVAL;
+			len += wr->sg_list[i].length;
+		}
+		for (i = 0; i < wr->num_sge; i++) {
+			memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			dst += wr->sg_list[i].length;
+		}
+		wqe->num_sge = 0;
+		wqe->inline_len = len;
+	} else {
+		struct metaroce_sge *sge = (struct metaroce_sge *)(wqe + 1);
+
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		wqe->num_sge = wr->num_sge;
+		wqe->inline_len = 0;
+	}
+	return 0;
+}
+
+/* Tell the kernel the send ring has new work: an empty POST_SEND. */
+static int metaroce_ring_doorbell(struct ibv_qp *ibqp)
+{
+	struct ibv_send_wr *bad;
+
+	return ibv_cmd_post_send(ibqp, NULL, &bad);
+}
+
+static int metaroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			      struct ibv_send_wr **bad_wr)
+{
+	struct metaroce_qp *qp = to_mqp(ibqp);
+	struct metaroce_queue *q = &qp->sq;
+	struct metaroce_send_wqe *wqe;
+	uint32_t prod, cons;
+	unsigned int posted = 0;
+	int ret = 0, db;
+
+	/* sends are only accepted from RTS on (and in the error states) */
+	switch (ibqp->state) {
+	case IBV_QPS_RESET:
+	case IBV_QPS_INIT:
+	case IBV_QPS_RTR:
+		*bad_wr = wr;
+		return EINVAL;
+	default:
+		break;
+	}
+
+	pthread_spin_lock(&q->lock);
+	if (q->depth) {
+		prod = ring_load_relaxed(&q->hdr->prod);
+		cons = ring_load_acquire(&q->hdr->cons);
+	} else {
+		prod = cons = 0;
+	}
+
+	for (; wr; wr = wr->next) {
+		wqe = ring_next_slot(q, prod, &cons);
+		if (!wqe) {
+			ret = ENOMEM;
+			break;
+		}
+		ret = write_send_wqe(qp, wqe, wr);
+		if (ret)
+			break;
+		prod++;
+		ring_store_release(&q->hdr->prod, prod);
+		posted++;
+	}
+	if (ret)
+		*bad_wr = wr;
+
+	pthread_spin_unlock(&q->lock);
+
+	/*
+	 * The work requests already in the ring stay there even if the
+	 * doorbell fails; the kernel picks them up with the next one.
+	 */
+	if (posted) {
+		db = metaroce_ring_doorbell(ibqp);
+		if (db && !ret)
+			ret = db;
+	}
+	return ret;
+}
+
+/* Shared by the receive queue of a QP and by an SRQ. */
+static int post_recv_ring(struct metaroce_queue *q, struct ibv_recv_wr *wr,
+			  struct ibv_recv_wr **bad_wr)
+{
+	struct metaroce_recv_wqe *wqe;
+	struct metaroce_sge *sge;
+	uint32_t prod, cons;
+	int ret = 0, i;
+
+	pthread_spin_lock(&q->lock);
+	if (q->depth) {
+		prod = ring_load_relaxed(&q->hdr->prod);
+		cons = ring_load_acquire(&q->hdr->cons);
+	} else {
+		prod = cons = 0;
+	}
+
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge) {
+			ret = EINVAL;
+			break;
+		}
+		wqe = ring_next_slot(q, prod, &cons);
+		if (!wqe) {
+			ret = ENOMEM;
+			break;
+		}
+		wqe->wr_id = wr->wr_id;
+		wqe->num_sge = wr->num_sge;
+		wqe->reserved = 0;
+		sge = (struct metaroce_sge *)(wqe + 1);
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		prod++;
+		ring_store_release(&q->hdr->prod, prod);
+	}
+	if (ret)
+		*bad_wr = wr;
+
+	pthread_spin_unlock(&q->lock);
+	return ret;
+}
+
+static int metaroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+			      struct ibv_recv_wr **bad_wr)
+{
+	struct metaroce_qp *qp = to_mqp(ibqp);
+
+	if (qp->has_srq || ibqp->state == IBV_QPS_RESET) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	return post_recv_ring(&qp->rq, wr, bad_wr);
+}
+
+/* --- shared receive queues ------------------------------------------------ */
+
+static struct ibv_srq *metaroce_create_srq(struct ibv_pd *pd,
+					   struct ibv_srq_init_attr *attr)
+{
+	struct mrc_create_srq_resp resp = {};
+	struct mrc_create_srq cmd = {};
+	struct metaroce_srq *srq;
+	int ret;
+
+	srq = calloc(1, sizeof(*srq));
+	if (!srq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+
+	ret = ibv_cmd_create_srq(pd, &srq->vsrq.srq, attr, &cmd.ibv_cmd,
+				 sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err_free;
+
+	ret = ring_map(pd->context, &srq->rq, resp.mmap_offset, resp.mmap_size,
+		       resp.depth, resp.stride,
+		       sizeof(struct metaroce_recv_wqe));
+	if (!ret && !srq->rq.map)
+		ret = EINVAL;
+	if (ret)
+		goto err_destroy;
+
+	/* attr->attr now holds what the kernel granted */
+	srq->rq.max_sge = min_t(uint32_t, attr->attr.max_sge,
+				ring_sge_room(&srq->rq,
+					      sizeof(struct metaroce_recv_wqe)));
+	srq->srq_num = resp.srq_num;
+	pthread_spin_init(&srq->rq.lock, PTHREAD_PROCESS_PRIVATE);
+	return &srq->vsrq.srq;
+
+err_destroy:
+	ibv_cmd_destroy_srq(&srq->vsrq.srq);
+err_free:
+	free(srq);
+	errno = ret;
+	return NULL;
+}
+
+static int metaroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+			       int attr_mask)
+{
+	struct ibv_modify_srq cmd = {};
+
+	/* The ABI has no way to hand out a resized ring: only the limit. */
+	if (attr_mask & IBV_SRQ_MAX_WR)
+		return EOPNOTSUPP;
+
+	return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+static int metaroce_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd = {};
+
+	return ibv_cmd_query_srq(ibsrq, attr, &cmd, sizeof(cmd));
+}
+
+static int metaroce_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct metaroce_srq *srq = to_msrq(ibsrq);
+	int ret;
+
+	ret = ibv_cmd_destroy_srq(ibsrq);
+	if (ret)
+		return ret;
+
+	ring_unmap(&srq->rq);
+	pthread_spin_destroy(&srq->rq.lock);
+	free(srq);
+	return 0;
+}
+
+static int metaroce_post_srq_recv(struct ibv_srq *ibsrq,
+				  struct ibv_recv_wr *wr,
+				  struct ibv_recv_wr **bad_wr)
+{
+	return post_recv_ring(&to_msrq(ibsrq)->rq, wr, bad_wr);
+}
+
+/* --- provider glue -------------------------------------------------------- */
+
+static void metaroce_free_context(struct ibv_context *ibctx)
+{
+	struct metaroce_context *ctx = to_mctx(ibctx);
+
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+}
+
+static const struct verbs_context_ops metaroce_ctx_ops = {
+	.alloc_pd = metaroce_alloc_pd,
+	.create_ah = metaroce_create_ah,
+	.create_cq = metaroce_create_cq,
+	.create_qp = metaroce_create_qp,
+	.create_srq = metaroce_create_srq,
+	.dealloc_pd = metaroce_dealloc_pd,
+	.dereg_mr = metaroce_dereg_mr,
+	.destroy_ah = metaroce_destroy_ah,
+	.destroy_cq = metaroce_destroy_cq,
+	.destroy_qp = metaroce_destroy_qp,
+	.destroy_srq = metaroce_destroy_srq,
+	.free_context = metaroce_free_context,
+	.modify_qp = metaroce_modify_qp,
+	.modify_srq = metaroce_modify_srq,
+	.poll_cq = metaroce_poll_cq,
+	.post_recv = metaroce_post_recv,
+	.post_send = metaroce_post_send,
+	.post_srq_recv = metaroce_post_srq_recv,
+	.query_device_ex = metaroce_query_device,
+	.query_port = metaroce_query_port,
+	.query_qp = metaroce_query_qp,
+	.query_srq = metaroce_query_srq,
+	.reg_mr = metaroce_reg_mr,
+	.req_notify_cq = metaroce_req_notify_cq,
+	.resize_cq = metaroce_resize_cq,
+};
+
+static struct verbs_context *metaroce_alloc_context(struct ibv_device *ibdev,
+						    int cmd_fd,
+						    void *private_data)
+{
+	struct verbs_device *vdev = verbs_get_device(ibdev);
+	struct mrc_get_context_resp resp = {};
+	struct mrc_get_context cmd = {};
+	struct metaroce_context *ctx;
+	uint32_t driver_id;
+	int err;
+
+	/*
+	 * The ioctl header must carry the driver id the kernel registered.
+	 * Use the one netlink reported for this device (0, "unknown", if it
+	 * reported none), not a constant: a device found by its name may
+	 * not use METAROCE_DRIVER_ID.
+	 */
+	driver_id = vdev->sysfs ? vdev->sysfs->driver_id : METAROCE_DRIVER_ID;
+
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
+					   driver_id);
+	if (!ctx)
+		return NULL;
+
+	err = ibv_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv_cmd, sizeof(cmd),
+				  &resp.ibv_resp, sizeof(resp));
+	if (err)
+		goto err;
+
+	if (resp.abi_version != METAROCE_ABI_VERSION) {
+		verbs_err(&ctx->ibv_ctx,
+			  "metaroce: kernel reports provider ABI %u, expected %u\n",
+			  resp.abi_version, METAROCE_ABI_VERSION);
+		err = EPROTO;
+		goto err;
+	}
+
+	verbs_set_ops(&ctx->ibv_ctx, &metaroce_ctx_ops);
+	return &ctx->ibv_ctx;
+
+err:
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+	errno = err;
+	return NULL;
+}
+
+static struct verbs_device *
+metaroce_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
+{
+	struct metaroce_device *dev;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	return &dev->ibv_dev;
+}
+
+static void metaroce_uninit_device(struct verbs_device *vdev)
+{
+	free(container_of(vdev, struct metaroce_device, ibv_dev));
+}
+
+/*
+ * A device is ours if the kernel reports METAROCE_DRIVER_ID through netlink
+ * (RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID; libibverbs tries this first), or else
+ * if its name starts with "mrc".  The driver id is outside the upstream
+ * enum rdma_driver_id; libibverbs compares it as a plain integer.
+ */
+static const struct verbs_match_ent metaroce_match_table[] = {
+	VERBS_DRIVER_ID(METAROCE_DRIVER_ID),
+	VERBS_NAME_MATCH("mrc", NULL),
+	{},
+};
+
+static const struct verbs_device_ops metaroce_dev_ops = {
+	.name = "metaroce",
+	.match_min_abi_version = METAROCE_ABI_VERSION,
+	.match_max_abi_version = METAROCE_ABI_VERSION,
+	.match_table = metaroce_match_table,
+	.alloc_device = metaroce_alloc_device,
+	.uninit_device = metaroce_uninit_device,
+	.alloc_context = metaroce_alloc_context,
+};
+
+PROVIDER_DRIVER(metaroce, metaroce_dev_ops);

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Unit check of the metaroce provider data path without a device: the
+ * provider source is included, rings live in ordinary memory, and the send
+ * doorbell is intercepted with -Wl,--wrap=ibv_cmd_post_send.
+ * scripts/build-rdma-core builds and runs it after every build.
+ */
+#include "../metaroce.c"
+
+#undef NDEBUG
+#include <assert.h>
+
+static int doorbells;
+
+int __wrap_ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			     struct ibv_send_wr **bad_wr);
+int __wrap_ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			     struct ibv_send_wr **bad_wr)
+{
+	assert(wr == NULL);
+	doorbells++;
+	return 0;
+}
+
+static void fake_ring(struct metaroce_queue *q, uint32_t depth,
+		      uint32_t stride, uint32_t start)
+{
+	size_t size = METAROCE_RING_HDR_SIZE + (size_t)depth * stride;
+
+	q->map = aligned_alloc(64, size);
+	assert(q->map);
+	memset(q->map, 0xa5, size);
+	q->map_size = size;
+	q->hdr = q->map;
+	q->hdr->prod = start;
+	q->hdr->cons = start;
+	q->slots = (uint8_t *)q->map + METAROCE_RING_HDR_SIZE;
+	q->depth = depth;
+	q->stride = stride;
+	pthread_spin_init(&q->lock, PTHREAD_PROCESS_PRIVATE);
+}
+
+static void test_poll_cq(void)
+{
+	struct metaroce_cq cq = {};
+	struct metaroce_queue *q = &cq.ring;
+	struct metaroce_cqe *cqe;
+	struct ibv_wc wc[8];
+	uint32_t i;
+
+	fake_ring(q, 4, sizeof(struct metaroce_cqe), 0xfffffffe);
+	for (i = 0; i < 3; i++) {
+		cqe = ring_slot(q, 0xfffffffe + i);
+		memset(cqe, 0, sizeof(*cqe));
+		cqe->wr_id = 100 + i;
+		cqe->byte_len = 1000 + i;
+		cqe->imm_data = htobe32(0x11223344 + i);
+		cqe->qp_num = 7;
+		cqe->src_qp = 9;
+		cqe->status = i == 2 ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS;
+		cqe->opcode = i == 0 ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RDMA_WRITE;
+		cqe->wc_flags = i == 0 ? (METAROCE_CQE_WITH_IMM | METAROCE_CQE_GRH) :
+			i == 1 ? METAROCE_CQE_WITH_INV : 0;
+		cqe->sl = 3;
+		cqe->pkey_index = 1;
+	}
+	q->hdr->prod = 0xfffffffe + 3;
+
+	assert(metaroce_poll_cq(&cq.vcq.cq, 2, wc) == 2);
+	assert(q->hdr->cons == 0);
+	assert(wc[0].wr_id == 100 && wc[0].byte_len == 1000);
+	assert(wc[0].opcode == IBV_WC_RECV_RDMA_WITH_IMM);
+	assert(wc[0].status == IBV_WC_SUCCESS);
+	assert(wc[0].wc_flags == (IBV_WC_WITH_IMM | IBV_WC_GRH));
+	assert(be32toh(wc[0].imm_data) == 0x11223344);
+	assert(wc[0].qp_num == 7 && wc[0].src_qp == 9 && wc[0].sl == 3);
+	assert(wc[0].pkey_index == 1 && wc[0].vendor_err == 0);
+	assert(wc[1].wr_id == 101 && wc[1].wc_flags == IBV_WC_WITH_INV);
+
+	assert(metaroce_poll_cq(&cq.vcq.cq, 8, wc) == 1);
+	assert(wc[0].wr_id == 102 && wc[0].status == IBV_WC_WR_FLUSH_ERR);
+	assert(q->hdr->cons == 1);
+	assert(metaroce_poll_cq(&cq.vcq.cq, 8, wc) == 0);
+	assert(q->hdr->cons == 1);
+	free(q->map);
+}
+
+static void test_post_send(void)
+{
+	struct metaroce_qp qp = {};
+	struct ibv_qp *ibqp = &qp.vqp.qp;
+	struct metaroce_queue *q = &qp.sq;
+	struct metaroce_send_wqe *wqe;
+	struct metaroce_sge *sge;
+	struct ibv_send_wr wr[5], *bad;
+	struct ibv_sge sg[3];
+	char data[64];
+	uint32_t start = 0xfffffffe;
+	int i;
+
+	ibqp->qp_type = IBV_QPT_RC;
+	ibqp->state = IBV_QPS_RTS;
+	fake_ring(q, 4, 128, start);
+	q->max_sge = min_t(uint32_t, 2,
+			   ring_sge_room(q, sizeof(struct metaroce_send_wqe)));
+	q->max_inline = q->stride - sizeof(struct metaroce_send_wqe);
+	assert(q->max_sge == 2 && q->max_inline == 56);
+
+	for (i = 0; i < (int)sizeof(data); i++)
+		data[i] = i;
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < 5; i++) {
+		wr[i].wr_id = i;
+		wr[i].next = i < 4 ? &wr[i + 1] : NULL;
+	}
+	/* zero-length WRITE_WITH_IMM, rkey 0, no SGE */
+	wr[0].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr[0].send_flags = IBV_SEND_SIGNALED;
+	wr[0].imm_data = htobe32(0xabcd);
+	/* inline SEND gathered from two SGEs */
+	sg[0] = (struct ibv_sge){ (uintptr_t)data, 30, 0 };
+	sg[1] = (struct ibv_sge){ (uintptr_t)data + 30, 26, 0 };
+	wr[1].opcode = IBV_WR_SEND;
+	wr[1].send_flags = IBV_SEND_INLINE;
+	wr[1].sg_list = sg;
+	wr[1].num_sge = 2;
+	/* READ with a stray INLINE flag: SGE kept, flag dropped */
+	sg[2] = (struct ibv_sge){ 0x1000, 1, 0x77 };
+	wr[2].opcode = IBV_WR_RDMA_READ;
+	wr[2].send_flags = IBV_SEND_INLINE | IBV_SEND_FENCE;
+	wr[2].sg_list = &sg[2];
+	wr[2].num_sge = 1;
+	wr[2].wr.rdma.remote_addr = 0x2000;
+	wr[2].wr.rdma.rkey = 0x55;
+	wr[3].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr[3].sg_list = &sg[2];
+	wr[3].num_sge = 1;
+	wr[3].wr.atomic.remote_addr = 0x3000;
+	wr[3].wr.atomic.rkey = 0x66;
+	wr[3].wr.atomic.compare_add = 5;
+	wr[4].opcode = IBV_WR_SEND;
+
+	/* ring of 4: the fifth fails with ENOMEM, one doorbell */
+	bad = NULL;
+	assert(metaroce_post_send(ibqp, wr, &bad) == ENOMEM);
+	assert(bad == &wr[4] && doorbells == 1);
+	assert(q->hdr->prod == start + 4);
+
+	wqe = ring_slot(q, start);
+	assert(wqe->opcode == METAROCE_WR_RDMA_WRITE_WITH_IMM);
+	assert(wqe->num_sge == 0 && wqe->inline_len == 0 && wqe->rkey == 0);
+	assert(wqe->send_flags == METAROCE_SEND_SIGNALED);
+	assert(wqe->imm_data == (__force uint32_t)htobe32(0xabcd));
+
+	wqe = ring_slot(q, start + 1);
+	assert(wqe->wr_id == 1 && wqe->num_sge == 0 && wqe->inline_len == 56);
+	assert(wqe->send_flags == METAROCE_SEND_INLINE);
+	assert(!memcmp(wqe + 1, data, 56));
+
+	wqe = ring_slot(q, start + 2);
+	sge = (struct metaroce_sge *)(wqe + 1);
+	assert(wqe->opcode == METAROCE_WR_RDMA_READ);
+	assert(wqe->send_flags == METAROCE_SEND_FENCE && wqe->num_sge == 1);
+	assert(sge->addr == 0x1000 && sge->length == 1 && sge->lkey == 0x77);
+	assert(wqe->remote_addr == 0x2000 && wqe->rkey == 0x55);
+
+	wqe = ring_slot(q, start + 3);
+	assert(wqe->remote_addr == 0x3000 && wqe->rkey == 0x66);
+	assert(wqe->compare_add == 5 && wqe->swap == 0);
+
+	/* the kernel consumes one slot: the fifth fits now */
+	q->hdr->cons = start + 1;
+	assert(metaroce_post_send(ibqp, &wr[4], &bad) == 0);
+	assert(doorbells == 2 && q->hdr->prod == start + 5);
+
+	/* nothing queued: no doorbell */
+	q->hdr->cons = q->hdr->prod;
+	sg[1].length = 27;		/* 57 bytes inline > 56 */
+	wr[1].next = NULL;
+	assert(metaroce_post_send(ibqp, &wr[1], &bad) == EINVAL);
+	assert(bad == &wr[1] && doorbells == 2);
+	sg[1].length = 26;
+
+	wr[2].next = NULL;
+	wr[2].num_sge = 3;		/* more than max_send_sge */
+	assert(metaroce_post_send(ibqp, &wr[2], &bad) == EINVAL);
+	wr[2].num_sge = 1;
+
+	/* first WR fine, second bad: one posted, one doorbell */
+	wr[0].next = &wr[2];
+	wr[2].opcode = 42;
+	assert(metaroce_post_send(ibqp, &wr[0], &bad) == EINVAL);
+	assert(bad == &wr[2] && doorbells == 3);
+	wr[2].opcode = IBV_WR_RDMA_READ;
+
+	ibqp->state = IBV_QPS_RTR;
+	wr[0].next = NULL;
+	assert(metaroce_post_send(ibqp, &wr[0], &bad) == EINVAL);
+	ibqp->state = IBV_QPS_ERR;
+	assert(metaroce_post_send(ibqp, &wr[0], &bad) == 0);
+	assert(doorbells == 4);
+
+	/* UD: only SENDs, and they need an AH */
+	ibqp->qp_type = IBV_QPT_UD;
+	assert(metaroce_post_send(ibqp, &wr[0], &bad) == EINVAL);
+	wr[4].next = NULL;
+	assert(metaroce_post_send(ibqp, &wr[4], &bad) == EINVAL);
+	free(q->map);
+}
+
+static void test_post_recv(void)
+{
+	struct metaroce_qp qp = {};
+	struct ibv_qp *ibqp = &qp.vqp.qp;
+	struct metaroce_queue *q = &qp.rq;
+	struct metaroce_recv_wqe *wqe;
+	struct ibv_recv_wr wr[3], *bad;
+	struct ibv_sge sg[2] = { { 0x4000, 64, 3 }, { 0x5000, 64, 3 } };
+	int i;
+
+	ibqp->qp_type = IBV_QPT_RC;
+	ibqp->state = IBV_QPS_INIT;
+	fake_ring(q, 2, 32, 0);
+	q->max_sge = ring_sge_room(q, sizeof(struct metaroce_recv_wqe));
+	assert(q->max_sge == 1);
+
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < 3; i++) {
+		wr[i].wr_id = 10 + i;
+		wr[i].next = i < 2 ? &wr[i + 1] : NULL;
+	}
+	wr[1].sg_list = sg;
+	wr[1].num_sge = 1;		/* wr[0] and wr[2] have no SGE */
+
+	assert(metaroce_post_recv(ibqp, wr, &bad) == ENOMEM);
+	assert(bad == &wr[2] && q->hdr->prod == 2 && doorbells == 4);
+	wqe = ring_slot(q, 0);
+	assert(wqe->wr_id == 10 && wqe->num_sge == 0 && wqe->reserved == 0);
+	wqe = ring_slot(q, 1);
+	assert(wqe->wr_id == 11 && wqe->num_sge == 1);
+	assert(((struct metaroce_sge *)(wqe + 1))->addr == 0x4000);
+
+	q->hdr->cons = 2;
+	wr[2].sg_list = sg;
+	wr[2].num_sge = 2;
+	assert(metaroce_post_recv(ibqp, &wr[2], &bad) == EINVAL);
+
+	ibqp->state = IBV_QPS_RESET;
+	assert(metaroce_post_recv(ibqp, &wr[0], &bad) == EINVAL);
+	ibqp->state = IBV_QPS_RTS;
+	qp.has_srq = true;
+	assert(metaroce_post_recv(ibqp, &wr[0], &bad) == EINVAL);
+	qp.has_srq = false;
+	free(q->map);
+
+	/* a QP created with max_recv_wr 0 has no ring */
+	memset(q, 0, sizeof(*q));
+	pthread_spin_init(&q->lock, PTHREAD_PROCESS_PRIVATE);
+	wr[0].next = NULL;
+	assert(metaroce_post_recv(ibqp, &wr[0], &bad) == ENOMEM);
+	assert(bad == &wr[0]);
+}
+
+int main(void)
+{
+	test_poll_cq();
+	test_post_send();
+	test_post_recv();
+	printf("metaroce ring_test: ok\n");
+	return 0;
+}
