@@ -169,6 +169,13 @@ static bool mrc_tx_deliver(struct mrc_tx *tx, u32 psn, u32 now,
 		tx->spurious++;
 		return s->flags & MRC_TXS_RACK;
 	}
+	/*
+	 * Karn: which copy of a retransmitted PSN arrived is unknown, so its
+	 * send time says nothing about how long delivery takes.  Using it
+	 * would shrink rack_rtt and mark packets still in flight as lost.
+	 */
+	if (s->xmits > 1)
+		return false;
 	if (!c->valid || mrc_rack_after(s->xmit_ts, psn, c->ts, c->psn)) {
 		c->ts = s->xmit_ts;
 		c->psn = psn;
