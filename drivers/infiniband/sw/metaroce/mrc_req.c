@@ -374,7 +374,7 @@ static bool mrc_can_start(struct mrc_qp *qp, struct mrc_swqe *s)
 /* retransmit lost PSNs; returns false if it ran out of budget */
 static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 {
-	u32 psn = qp->tx.una;
+	u32 psn = qp->tx.una, n;
 
 	while (qp->tx.lost && *budget) {
 		const struct mrc_tx_slot *sl;
@@ -391,18 +391,26 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 			return true;
 		}
 		sl = mrc_tx_slot(&qp->tx, psn);
+		n = 1;
+		/* one READ request asks again for a whole run of lost segments */
+		if (s->op == MRC_OP_READ_REQ)
+			while (n < MRC_READ_CHUNK &&
+			       mrc_psn_lt(psn + n, s->first_psn + s->sent) &&
+			       (mrc_tx_slot(&qp->tx, psn + n)->flags &
+				MRC_TXS_LOST))
+				n++;
 		sport = mrc_pick_entropy(qp, sl->entropy);
-		err = mrc_build_req(qp, s, psn, 1, true, now, sport);
+		err = mrc_build_req(qp, s, psn, n, true, now, sport);
 		if (err) {
 			if (err == -ENOMEM)
 				return false;
 			mrc_req_fail(qp, err);
 			return true;
 		}
-		mrc_tx_sent(&qp->tx, psn, 1, now, sport, 0);
+		mrc_tx_sent(&qp->tx, psn, n, now, sport, 0);
 		mrc_stat_inc(qp->mdev, MRC_ST_RETX_PKTS);
 		(*budget)--;
-		psn++;
+		psn += n;
 	}
 	return *budget != 0;
 }
@@ -667,6 +675,12 @@ void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
 	if (qp->dead || (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD)) {
 		spin_unlock_bh(&qp->lock);
 		mrc_count_drop(mdev, MRC_DROP_BAD_STATE);
+		return;
+	}
+	if (mrc_psn_lt(p->psn, qp->tx.una)) {
+		/* answer to a request that was asked again: already placed */
+		spin_unlock_bh(&qp->lock);
+		mrc_stat_inc(mdev, MRC_ST_DUP_PKTS);
 		return;
 	}
 	s = mrc_find_swqe(qp, p->psn);

@@ -318,10 +318,36 @@ static void mrc_rd_free(struct mrc_rd *e)
 	e->used = false;
 }
 
+/*
+ * A READ asked again whose segments a queued or running READ will still
+ * send: nothing to add.
+ */
+static bool mrc_rd_covered(struct mrc_qp *qp, u32 psn, u32 n)
+{
+	int i;
+
+	for (i = 0; i < MRC_RD_QUEUE; i++) {
+		const struct mrc_rd *e = &qp->rd[i];
+		u32 next;
+
+		if (!e->used || e->op != MRC_OP_READ_REQ)
+			continue;
+		next = e->psn + (e->done >> e->shift);	/* first unsent */
+		if (mrc_psn_le(next, psn) &&
+		    mrc_psn_le(psn + n, e->psn + e->npsn))
+			return true;
+	}
+	return false;
+}
+
 /* queue a READ or atomic request; false if the queue is full */
 static bool mrc_rd_queue(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n)
 {
-	struct mrc_rd *e = mrc_rd_alloc(qp);
+	struct mrc_rd *e;
+
+	if (p->opcode == MRC_OP_READ_REQ && mrc_rd_covered(qp, p->psn, n))
+		return true;
+	e = mrc_rd_alloc(qp);
 
 	if (!e)
 		return false;
