@@ -76,7 +76,7 @@ u32 mrc_rtt_rto(const struct mrc_rtt *r);
 #define MRC_RTO_MAX_US		1000000
 #define MRC_RTO_MAX_BACKOFF	16	/* cap of mrc_rtt.backoff */
 #define MRC_REO_WND_MIN_US	50	/* floor of the RACK reordering window */
-#define MRC_REO_STEPS_MAX	8	/* reo_wnd grows to min_rtt/4 x steps */
+#define MRC_REO_STEPS_MAX	64	/* reo_wnd grows to min_rtt/4 x steps, power of 2 */
 #define MRC_REO_PERSIST		16	/* recoveries without a spurious retx */
 #define MRC_TLP_MIN_US		200	/* floor of the tail-loss probe timeout */
 
@@ -216,6 +216,8 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
  * @ts_echo: the echoed tsval, used for an RTT sample when @ts_valid.
  * @delay: microseconds the receiver held the ACK.
  * @ts_valid: @ts_echo can be used.
+ * @dup: the receiver got a duplicate (a retransmission was not needed,
+ *	or the network duplicated a packet).
  */
 struct mrc_ack_info {
 	u32 cum;
@@ -224,6 +226,7 @@ struct mrc_ack_info {
 	u32 ts_echo;
 	u32 delay;
 	bool ts_valid;
+	bool dup;
 };
 
 /**
@@ -397,6 +400,45 @@ bool mrc_ackc_rx(struct mrc_ackc *c, u32 now, u32 flags);
 bool mrc_ackc_deadline(const struct mrc_ackc *c, u32 *deadline);
 /* an ACK was sent: reset */
 void mrc_ackc_sent(struct mrc_ackc *c);
+
+/* ---- sender congestion window (delay based) ---- */
+
+/**
+ * struct mrc_cc - delay-based congestion window of one QP.
+ * @cwnd: window in packets, 8 fractional bits.
+ * @min: smallest window in packets.
+ * @max: largest window in packets.
+ * @target_us: queueing delay allowed above @base_rtt.
+ * @base_rtt: smallest RTT seen.
+ * @last_dec: time of the last decrease.
+ * @dec_valid: @last_dec holds a time.
+ * @slow_start: grow by one packet per packet ACKed until the first cut.
+ * @decreases: window reductions, a counter.
+ */
+struct mrc_cc {
+	u32 cwnd;
+	u32 min;
+	u32 max;
+	u32 target_us;
+	u32 base_rtt;
+	u32 last_dec;
+	bool dec_valid;
+	bool slow_start;
+	u64 decreases;
+};
+
+void mrc_cc_init(struct mrc_cc *cc, u32 init, u32 min, u32 max,
+		 u32 target_us);
+/* an ACK delivered @newly_acked PSNs with RTT sample @rtt (0: none) */
+void mrc_cc_on_ack(struct mrc_cc *cc, u32 now, u32 newly_acked, u32 rtt,
+		   u32 srtt);
+void mrc_cc_on_rto(struct mrc_cc *cc, u32 now);
+
+/* the window in whole packets */
+static inline u32 mrc_cc_wnd(const struct mrc_cc *cc)
+{
+	return cc->cwnd >> 8;
+}
 
 /* ---- receive-side placement checks ---- */
 

@@ -104,7 +104,8 @@ enum mrc_opcode {
 #define MRC_ACK_MAX_SACKW	4	/* 256 PSNs beyond the cumulative ACK */
 
 #define MRC_ACKF_CE		0x01	/* the trigger packet was CE marked */
-#define MRC_ACKF_ALL		0x01
+#define MRC_ACKF_DUP		0x02	/* the trigger packet was a duplicate */
+#define MRC_ACKF_ALL		0x03
 
 /**
  * enum mrc_syndrome - ACK kinds.

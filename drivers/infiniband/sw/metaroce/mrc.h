@@ -61,6 +61,8 @@ extern unsigned int mrc_ack_delay_us;
 extern unsigned int mrc_rto_min_us;
 extern unsigned int mrc_rto_init_us;
 extern unsigned int mrc_window;
+extern bool mrc_cc_enable;
+extern unsigned int mrc_cc_target_us;
 extern struct workqueue_struct *mrc_wq;
 
 /* statistic counters, see mrc_stats.c for names */
@@ -83,6 +85,7 @@ enum mrc_stat {
 	MRC_ST_NAK_TX,
 	MRC_ST_NAK_RX,
 	MRC_ST_RETRY_EXC,
+	MRC_ST_CC_CUTS,
 	MRC_ST_TX_DROP,
 	MRC_ST_RTT_LAST,
 	MRC_ST_RTT_MIN,
@@ -381,6 +384,8 @@ struct mrc_qp {
 
 	/* requester */
 	struct mrc_tx tx;
+	struct mrc_cc cc;
+	u32 win_max;			/* window limit (module parameter) */
 	struct mrc_tx_slot *tx_slots;
 	u32 smsn;			/* next receive MSN to use for SEND/WRITE_IMM */
 	u32 rd_outstanding;		/* READ/atomic WQEs in flight */
@@ -525,6 +530,8 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 enum hrtimer_restart mrc_ack_timer_fn(struct hrtimer *t);
 bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget);
 void mrc_send_ack(struct mrc_qp *qp, u8 syndrome, u32 nak_psn);
+void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
+			u8 flags);
 
 /* mrc_net.c */
 int mrc_net_init(void);

@@ -30,9 +30,9 @@ unsigned int mrc_ack_delay_us = 50;
 module_param_named(ack_delay_us, mrc_ack_delay_us, uint, 0644);
 MODULE_PARM_DESC(ack_delay_us, "Longest time an ACK is held back, in microseconds (default 50)");
 
-unsigned int mrc_rto_min_us = 2000;
+unsigned int mrc_rto_min_us = 5000;
 module_param_named(rto_min_us, mrc_rto_min_us, uint, 0644);
-MODULE_PARM_DESC(rto_min_us, "Lower bound of the retransmission timeout, in microseconds (default 2000)");
+MODULE_PARM_DESC(rto_min_us, "Lower bound of the retransmission timeout, in microseconds (default 5000)");
 
 unsigned int mrc_rto_init_us = 10000;
 module_param_named(rto_init_us, mrc_rto_init_us, uint, 0644);
@@ -41,6 +41,14 @@ MODULE_PARM_DESC(rto_init_us, "Retransmission timeout before the first RTT sampl
 unsigned int mrc_window = 512;
 module_param_named(window, mrc_window, uint, 0644);
 MODULE_PARM_DESC(window, "Packets a QP may have in flight, 16..1024 (default 512)");
+
+bool mrc_cc_enable = true;
+module_param_named(cc, mrc_cc_enable, bool, 0644);
+MODULE_PARM_DESC(cc, "Delay-based sender congestion window, read at QP RTS (default on; off: a fixed window)");
+
+unsigned int mrc_cc_target_us = 4000;
+module_param_named(cc_target_us, mrc_cc_target_us, uint, 0644);
+MODULE_PARM_DESC(cc_target_us, "Queueing delay the congestion window allows above the lowest RTT, in microseconds (default 4000)");
 
 struct workqueue_struct *mrc_wq;
 

@@ -377,9 +377,14 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		break;
 	case IB_QPS_RTS:
 		if (cur == IB_QPS_RTR) {
+			qp->win_max = clamp_val(mrc_window, 16, MRC_TX_SLOTS);
 			mrc_tx_init(&qp->tx, qp->tx_slots, MRC_TX_SLOTS,
-				    qp->sq_psn_attr,
-				    clamp_val(mrc_window, 16, MRC_TX_SLOTS));
+				    qp->sq_psn_attr, qp->win_max);
+			/* off: the window stays at its maximum */
+			mrc_cc_init(&qp->cc, mrc_cc_enable ? 16 : qp->win_max,
+				    mrc_cc_enable ? 2 : qp->win_max,
+				    qp->win_max, mrc_cc_target_us);
+			qp->tx.wnd = mrc_cc_wnd(&qp->cc);
 			mrc_rtt_init(&qp->tx.rtt, mrc_rto_init_us,
 				     mrc_rto_min_us, 4000000);
 			qp->rnr_left = qp->rnr_retry;

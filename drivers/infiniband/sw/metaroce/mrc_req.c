@@ -446,7 +446,8 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now)
 			return true;
 		n = 1;
 		if (s->op == MRC_OP_READ_REQ)
-			n = min_t(u32, s->npsn - s->sent, MRC_READ_CHUNK);
+			n = min3(s->npsn - s->sent, (u32)MRC_READ_CHUNK,
+				 max_t(u32, qp->tx.wnd, 1));
 		if (!mrc_tx_can_send(&qp->tx, n))
 			return true;
 		if (!s->sent) {
@@ -564,6 +565,19 @@ static void mrc_update_rtt_stats(struct mrc_qp *qp)
 		mrc_stat_set(mdev, MRC_ST_RTT_MIN, qp->tx.rtt.min_rtt);
 }
 
+/* feed the congestion window and apply it (locked) */
+static void mrc_req_cc(struct mrc_qp *qp, u32 now,
+		       const struct mrc_ack_result *r)
+{
+	u64 cuts = qp->cc.decreases;
+
+	mrc_cc_on_ack(&qp->cc, now, r->newly_acked, r->rtt_sample,
+		      qp->tx.rtt.srtt);
+	if (qp->cc.decreases != cuts)
+		mrc_stat_inc(qp->mdev, MRC_ST_CC_CUTS);
+	qp->tx.wnd = min(mrc_cc_wnd(&qp->cc), qp->win_max);
+}
+
 /* after an ACK or a response: losses, completions, timers (locked) */
 static void mrc_req_progress(struct mrc_qp *qp, u32 now)
 {
@@ -597,6 +611,7 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 		.ts_echo = p->ack.ts_echo,
 		.delay = p->ack.delay,
 		.ts_valid = true,
+		.dup = p->ack.flags & MRC_ACKF_DUP,
 	};
 	u32 now = mrc_now();
 	bool kick = true;
@@ -615,6 +630,7 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 	}
 	if (r.rtt_sample)
 		mrc_update_rtt_stats(qp);
+	mrc_req_cc(qp, now, &r);
 	mrc_req_progress(qp, now);
 
 	switch (p->ack.syndrome) {
@@ -726,6 +742,7 @@ void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
 		mrc_count_drop(mdev, MRC_DROP_BAD_ACK);
 		return;
 	}
+	mrc_req_cc(qp, now, &r);
 	mrc_req_progress(qp, now);
 	spin_unlock_bh(&qp->lock);
 	mrc_send_run(qp);
@@ -764,10 +781,15 @@ enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
 		break;
 	case MRC_TXT_PROBE:
 		mrc_stat_inc(mdev, MRC_ST_TLP);
-		mrc_tx_mark_lost(&qp->tx, qp->tx.nxt - 1);
+		mrc_tx_mark_lost(&qp->tx, qp->tx.probe_psn);
 		break;
 	case MRC_TXT_RTO:
 		mrc_stat_inc(mdev, MRC_ST_RTO);
+		if (mrc_cc_enable) {
+			mrc_cc_on_rto(&qp->cc, now);
+			mrc_stat_inc(mdev, MRC_ST_CC_CUTS);
+			qp->tx.wnd = min(mrc_cc_wnd(&qp->cc), qp->win_max);
+		}
 		break;
 	case MRC_TXT_FAIL:
 		mrc_stat_inc(mdev, MRC_ST_RETRY_EXC);

@@ -14,6 +14,12 @@ static struct mrc_rmsg *mrc_rmsg(struct mrc_qp *qp, u32 rmsn)
 /* build an ACK (or NAK) for the current receive state (locked) */
 void mrc_send_ack(struct mrc_qp *qp, u8 syndrome, u32 nak_psn)
 {
+	mrc_send_ack_flags(qp, syndrome, nak_psn, 0);
+}
+
+void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
+			u8 flags)
+{
 	u32 now = mrc_now(), hlen;
 	struct sk_buff *skb;
 	struct mrc_pkt p;
@@ -31,6 +37,7 @@ void mrc_send_ack(struct mrc_qp *qp, u8 syndrome, u32 nak_psn)
 	p.ack.delay = now - qp->last_arrival;
 	p.ack.ce_count = min_t(u32, qp->ackc.ce, U16_MAX);
 	p.ack.entropy = qp->last_entropy;
+	p.ack.flags = flags;
 	p.ack.sack_words = mrc_rx_sack(&qp->rx, p.ack.sack,
 				       MRC_ACK_MAX_SACKW);
 	hlen = mrc_wire_hdr_len(MRC_OP_ACK, p.ack.sack_words);
@@ -632,7 +639,8 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 			run = true;
 		}
 		mrc_ackc_rx(&qp->ackc, now, flags | MRC_ACKC_DUP);
-		mrc_send_ack(qp, MRC_SYN_ACK, 0);
+		mrc_send_ack_flags(qp, MRC_SYN_ACK, 0,
+				   MRC_ACKF_DUP | (ce ? MRC_ACKF_CE : 0));
 		goto out;
 	}
 	if (qp->err_pending && mrc_psn_le(qp->err_psn, p->psn)) {

@@ -23,6 +23,7 @@ static const struct rdma_stat_desc mrc_stat_desc[MRC_ST_NR] = {
 	[MRC_ST_NAK_TX].name = "naks_sent",
 	[MRC_ST_NAK_RX].name = "naks_received",
 	[MRC_ST_RETRY_EXC].name = "retry_exceeded",
+	[MRC_ST_CC_CUTS].name = "cc_window_cuts",
 	[MRC_ST_TX_DROP].name = "tx_dropped",
 	[MRC_ST_RTT_LAST].name = "rtt_last_us",
 	[MRC_ST_RTT_MIN].name = "rtt_min_us",

@@ -65,4 +65,18 @@ static inline unsigned int mrc_ctz64(u64 x)
 	return __builtin_ctzll(x);
 }
 
+/* 64-by-32 division that also links on 32-bit kernels */
+#ifdef __KERNEL__
+#include <linux/math64.h>
+static inline u64 mrc_div_u64(u64 a, u32 b)
+{
+	return div_u64(a, b);
+}
+#else
+static inline u64 mrc_div_u64(u64 a, u32 b)
+{
+	return a / b;
+}
+#endif
+
 #endif /* MRC_ENGINE_INT_H */

@@ -15,8 +15,10 @@
  * reo_wnd = max(min_rtt / 4 x reo_steps, reo_wnd_min), at most
  * max(srtt, reo_wnd_min).  A delivery of a retransmitted PSN less than
  * min_rtt after the retransmission means the original arrived: the
- * retransmission was spurious, reo_steps grows (up to MRC_REO_STEPS_MAX)
- * and falls back to 1 after MRC_REO_PERSIST recoveries without one.  Such
+ * retransmission was spurious; so was one the receiver reports as a
+ * duplicate (ACK flag DUP).  Then reo_steps doubles (up to
+ * MRC_REO_STEPS_MAX) and halves after MRC_REO_PERSIST recoveries without
+ * a spurious one.  Such
  * a delivery is not used for RACK either (its timing is ambiguous).
  *
  * READ and atomic requests (NEED_RESP) are delivered by their responses.
@@ -216,8 +218,9 @@ static void mrc_tx_rack_update(struct mrc_tx *tx, const struct mrc_rack_cand *c,
 
 static void mrc_tx_spurious(struct mrc_tx *tx)
 {
+	/* doubling: sprayed paths can reorder by far more than min_rtt / 4 */
 	if (tx->reo_steps < MRC_REO_STEPS_MAX)
-		tx->reo_steps++;
+		tx->reo_steps *= 2;
 	tx->reo_recov = 0;
 	mrc_tx_update_reo_wnd(tx);
 }
@@ -292,7 +295,7 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 			mrc_tx_update_reo_wnd(tx);
 		}
 	}
-	if (spurious)
+	if (spurious || a->dup)
 		mrc_tx_spurious(tx);
 	mrc_tx_rack_update(tx, &c, now);
 	mrc_tx_finish(tx, una0, now, r);
@@ -388,7 +391,7 @@ u32 mrc_tx_detect_loss(struct mrc_tx *tx, u32 now)
 	if (n) {
 		tx->rack_marked += n;
 		if (++tx->reo_recov >= MRC_REO_PERSIST && tx->reo_steps > 1) {
-			tx->reo_steps = 1;
+			tx->reo_steps /= 2;
 			tx->reo_recov = 0;
 			mrc_tx_update_reo_wnd(tx);
 		}

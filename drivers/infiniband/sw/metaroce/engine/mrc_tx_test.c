@@ -687,6 +687,31 @@ static void mrc_tx_spurious_adapts(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->spurious, 3u);
 }
 
+/* the receiver's duplicate report widens the reordering window */
+static void mrc_tx_dup_report_adapts(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_result r;
+	struct mrc_ack_info a = { .dup = true };
+	u32 k;
+
+	mrc_tt_warm(test, tx, 1000);
+	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 250u);
+	for (k = 1; k <= 3; k++) {
+		mrc_tt_send(test, tx, 1, 2000 * k, 0);
+		a.cum = tx->nxt;
+		KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 2000 * k + 1000, &r), 0);
+		KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u << k);
+	}
+	/* 250 x 8 = 2000, but never beyond srtt (1000) */
+	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 1000u);
+	/* an ordinary ACK leaves it alone */
+	mrc_tt_send(test, tx, 1, 9000, 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 10000, tx->nxt, NOTS, NULL, 0, &r),
+			0);
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 8u);
+}
+
 /* the whole story across the 32-bit PSN wrap */
 static void mrc_tx_psn_wrap(struct kunit *test)
 {
@@ -783,6 +808,7 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_retry_accounting),
 	KUNIT_CASE(mrc_tx_long_read),
 	KUNIT_CASE(mrc_tx_spurious_adapts),
+	KUNIT_CASE(mrc_tx_dup_report_adapts),
 	KUNIT_CASE(mrc_tx_psn_wrap),
 	KUNIT_CASE(mrc_tx_timestamps),
 	{}

@@ -106,7 +106,7 @@ static void mrc_wt_base(struct mrc_pkt *p, u8 op)
 		p->pmtu_shift = 0;
 		p->ack.syndrome = MRC_SYN_ACK;
 		p->ack.sack_words = 2;
-		p->ack.flags = MRC_ACKF_CE;
+		p->ack.flags = MRC_ACKF_CE | MRC_ACKF_DUP;
 		p->ack.nak_psn = 0;
 		p->ack.ts_echo = 0xfedcba98;
 		p->ack.delay = 17;
@@ -502,7 +502,7 @@ static const struct mrc_wt_case mrc_wt_bad[] = {
 	/* ACK fields */
 	{ "ack_syndrome_5", MRC_OP_ACK, { M(MW_SYN, 5) }, E(BAD_FIELD) },
 	{ "ack_syndrome_255", MRC_OP_ACK, { M(MW_SYN, 255) }, E(BAD_FIELD) },
-	{ "ack_flag_0x02", MRC_OP_ACK, { M(MW_ACKF, 0x02) }, E(BAD_FIELD) },
+	{ "ack_flag_0x04", MRC_OP_ACK, { M(MW_ACKF, 0x04) }, E(BAD_FIELD) },
 	{ "ack_rnr_timer_32", MRC_OP_ACK, { M(MW_RNRT, 32) }, E(BAD_FIELD) },
 };
 

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Sender congestion window driven by delay, not by loss.
+ *
+ * The window (in packets, 8 fractional bits) grows while the RTT stays
+ * within target_us of the smallest RTT seen, by one packet per window
+ * (additive increase; doubling per RTT while in slow start), and shrinks
+ * at most once per smoothed RTT in proportion to how far the RTT is over
+ * the target:
+ *
+ *	cwnd *= max(1 - beta * (rtt - target) / rtt, 1 - max_mdf)
+ *
+ * with beta = 0.8 and max_mdf = 0.5.  A lost packet costs nothing: random
+ * loss is repaired by selective retransmission and must not shrink the
+ * window (Mathis).  Only an RTO, which means the path delivered nothing
+ * for a while, cuts the window by max_mdf.
+ */
+#include <metaroce/mrc_engine.h>
+
+#include "mrc_engine_int.h"
+
+#define MRC_CC_ONE		256u	/* one packet, fixed point */
+#define MRC_CC_BETA		205u	/* 0.8 in 1/256 */
+#define MRC_CC_MAX_MDF		128u	/* 0.5 in 1/256 */
+
+void mrc_cc_init(struct mrc_cc *cc, u32 init, u32 min, u32 max, u32 target_us)
+{
+	memset(cc, 0, sizeof(*cc));
+	cc->min = min ? min : 1;
+	cc->max = max > cc->min ? max : cc->min;
+	if (init < cc->min)
+		init = cc->min;
+	if (init > cc->max)
+		init = cc->max;
+	cc->cwnd = init * MRC_CC_ONE;
+	cc->target_us = target_us;
+	cc->slow_start = true;
+}
+
+static void mrc_cc_clamp(struct mrc_cc *cc)
+{
+	if (cc->cwnd < cc->min * MRC_CC_ONE)
+		cc->cwnd = cc->min * MRC_CC_ONE;
+	if (cc->cwnd > cc->max * MRC_CC_ONE)
+		cc->cwnd = cc->max * MRC_CC_ONE;
+}
+
+static void mrc_cc_decrease(struct mrc_cc *cc, u32 factor, u32 now)
+{
+	cc->cwnd = (u32)(((u64)cc->cwnd * factor) / MRC_CC_ONE);
+	mrc_cc_clamp(cc);
+	cc->slow_start = false;
+	cc->last_dec = now;
+	cc->dec_valid = true;
+	cc->decreases++;
+}
+
+void mrc_cc_on_ack(struct mrc_cc *cc, u32 now, u32 newly_acked, u32 rtt,
+		   u32 srtt)
+{
+	u32 target, over, cut, factor;
+
+	if (!rtt)
+		return;
+	if (!cc->base_rtt || rtt < cc->base_rtt)
+		cc->base_rtt = rtt;
+	target = cc->base_rtt + cc->target_us;
+
+	if (rtt <= target) {
+		if (!newly_acked)
+			return;
+		if (cc->slow_start)
+			cc->cwnd += newly_acked * MRC_CC_ONE;
+		else
+			cc->cwnd += (u32)mrc_div_u64((u64)newly_acked *
+					MRC_CC_ONE * MRC_CC_ONE, cc->cwnd);
+		mrc_cc_clamp(cc);
+		return;
+	}
+	/* over the target: at most one cut per RTT */
+	if (cc->dec_valid && now - cc->last_dec < srtt)
+		return;
+	over = rtt - target;
+	cut = (u32)mrc_div_u64((u64)MRC_CC_BETA * over, rtt);
+	if (cut > MRC_CC_MAX_MDF)
+		cut = MRC_CC_MAX_MDF;
+	factor = MRC_CC_ONE - cut;
+	mrc_cc_decrease(cc, factor, now);
+}
+
+void mrc_cc_on_rto(struct mrc_cc *cc, u32 now)
+{
+	mrc_cc_decrease(cc, MRC_CC_ONE - MRC_CC_MAX_MDF, now);
+}
+
+#ifdef MRC_ENGINE_KUNIT
+#include "mrc_cc_test.c"
+#endif

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * KUnit: delay-based congestion window.  Included at the end of mrc_cc.c.
+ */
+#include <kunit/test.h>
+
+static void mrc_cc_grows_below_target(struct kunit *test)
+{
+	struct mrc_cc cc;
+
+	mrc_cc_init(&cc, 16, 2, 512, 500);
+	/* slow start: one packet per packet ACKed */
+	mrc_cc_on_ack(&cc, 1000, 16, 100, 100);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 32u);
+	KUNIT_EXPECT_EQ(test, cc.base_rtt, 100u);
+	/* no RTT sample: no decision */
+	mrc_cc_on_ack(&cc, 1100, 16, 0, 100);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 32u);
+	/* capped at max */
+	mrc_cc_on_ack(&cc, 1200, 10000, 120, 100);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 512u);
+}
+
+static void mrc_cc_cuts_in_proportion_once_per_rtt(struct kunit *test)
+{
+	struct mrc_cc cc;
+
+	mrc_cc_init(&cc, 100, 2, 512, 500);
+	mrc_cc_on_ack(&cc, 0, 1, 1000, 1000);		/* base 1000 */
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 101u);
+	/* RTT 2000, target 1500: cut 0.8 * 500 / 2000 = 0.2 */
+	mrc_cc_on_ack(&cc, 10000, 1, 2000, 1000);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 101u * 205 / 256);
+	KUNIT_EXPECT_FALSE(test, cc.slow_start);
+	KUNIT_EXPECT_EQ(test, cc.decreases, 1u);
+	/* again within the same RTT: no second cut */
+	mrc_cc_on_ack(&cc, 10500, 1, 2000, 1000);
+	KUNIT_EXPECT_EQ(test, cc.decreases, 1u);
+	/* a huge RTT cuts by at most half */
+	mrc_cc_on_ack(&cc, 11000, 1, 100000, 1000);
+	KUNIT_EXPECT_EQ(test, cc.decreases, 2u);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 101u * 205 / 256 / 2);
+	/* congestion avoidance: about one packet per window ACKed */
+	{
+		u32 w = mrc_cc_wnd(&cc);
+
+		mrc_cc_on_ack(&cc, 12000, w, 1000, 1000);
+		KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), w + 1);
+	}
+}
+
+static void mrc_cc_ignores_loss_cuts_on_rto(struct kunit *test)
+{
+	struct mrc_cc cc;
+
+	mrc_cc_init(&cc, 64, 4, 512, 500);
+	/* nothing in this API reacts to a lost packet: only delay and RTO */
+	mrc_cc_on_rto(&cc, 5000);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 32u);
+	mrc_cc_on_rto(&cc, 6000);
+	mrc_cc_on_rto(&cc, 7000);
+	mrc_cc_on_rto(&cc, 8000);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 4u);	/* floor */
+	mrc_cc_init(&cc, 1, 0, 0, 500);			/* silly limits */
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 1u);
+}
+
+static struct kunit_case mrc_cc_cases[] = {
+	KUNIT_CASE(mrc_cc_grows_below_target),
+	KUNIT_CASE(mrc_cc_cuts_in_proportion_once_per_rtt),
+	KUNIT_CASE(mrc_cc_ignores_loss_cuts_on_rto),
+	{}
+};
+
+static struct kunit_suite mrc_cc_suite = {
+	.name = "metaroce_cc",
+	.test_cases = mrc_cc_cases,
+};
+
+kunit_test_suite(mrc_cc_suite);
