@@ -23,7 +23,7 @@ export METAROCE_CACHE
 
 KBUILD_ARGS := -C $(KDIR) M=$(MOD_DIR) CONFIG_RDMA_METAROCE=m
 
-.PHONY: all module provider deps check kunit vmtest lint demo bench install clean
+.PHONY: all module provider deps check kunit vmtest lint demo install clean
 
 all: module provider
 
@@ -57,7 +57,7 @@ demo:
 
 install: module
 	$(MAKE) $(KBUILD_ARGS) INSTALL_MOD_DIR=updates modules_install
-	depmod -a $(notdir $(patsubst %/build,%,$(KDIR)))
+	depmod -a $$(cat $(KDIR)/include/config/kernel.release)
 	@if [ -d $(METAROCE_CACHE)/rdma-core-56.1/prefix ]; then \
 		d=$$(ls -d $(METAROCE_CACHE)/rdma-core-56.1/prefix/lib/x86_64-linux-gnu $(METAROCE_CACHE)/rdma-core-56.1/prefix/lib 2>/dev/null | head -n 1); \
 		echo "$$d" > /etc/ld.so.conf.d/000-metaroce.conf && ldconfig && \

@@ -90,6 +90,26 @@ else
 	t_fail "ibv_rc_pingpong between the two namespaces" "$(cat /tmp/dev_pp.srv /tmp/dev_pp.cli 2>/dev/null)"
 fi
 
+# IPv6 GIDs carry traffic too
+gid6() { grep -l -x "$2" /sys/class/infiniband/"$1"/ports/1/gids/* 2>/dev/null | head -n 1 | sed 's|.*/||'; }
+g6A=$(gid6 mrcA fd00:0000:0000:0000:0000:0000:0000:0001) g6B=$(gid6 mrcB fd00:0000:0000:0000:0000:0000:0000:0002)
+if [ -n "$g6A" ] && [ -n "$g6B" ] && srv_cli --timeout 60 --log /tmp/dev_pp6 \
+	in_host "$TOPO_B" ibv_rc_pingpong -d mrcB -g "$g6B" -n 20 -c -- \
+	in_host "$TOPO_A" ibv_rc_pingpong -d mrcA -g "$g6A" -n 20 -c "$TOPO_B_IP"; then
+	t_ok "ibv_rc_pingpong over IPv6 GIDs (index $g6A/$g6B)"
+else
+	t_fail "ibv_rc_pingpong over IPv6 GIDs" "gids $g6A $g6B" "$(cat /tmp/dev_pp6.srv /tmp/dev_pp6.cli 2>/dev/null)"
+fi
+
+# two QPs of one device talk through the host's loopback
+if srv_cli --timeout 60 --log /tmp/dev_lo \
+	in_host "$TOPO_A" ibv_rc_pingpong -d mrcA -g "$gidA" -n 20 -s 100000 -c -- \
+	in_host "$TOPO_A" ibv_rc_pingpong -d mrcA -g "$gidA" -n 20 -s 100000 -c "$TOPO_A_IP"; then
+	t_ok "ibv_rc_pingpong between two QPs of the same device (loopback)"
+else
+	t_fail "ibv_rc_pingpong between two QPs of the same device (loopback)" "$(cat /tmp/dev_lo.srv /tmp/dev_lo.cli 2>/dev/null)"
+fi
+
 # --- port state follows the netdev, with async events ---------------------------
 ip netns exec "$TOPO_A" ibv_asyncwatch -d mrcA >/tmp/async.log 2>&1 &
 aw=$!

@@ -405,6 +405,7 @@ struct mrc_qp {
 	u32 last_tsval;
 	u32 last_arrival;
 	u16 last_entropy;
+	bool last_ce;
 	u32 rmsn_base;			/* oldest receive message not completed */
 	struct mrc_rmsg *rmsg;		/* window of receive messages */
 	u32 rmsg_n;			/* power of two */

@@ -5,7 +5,10 @@
  * handed to the QP engines.
  */
 #include <linux/inetdevice.h>
+#include <net/addrconf.h>
 #include <net/inet_ecn.h>
+#include <net/ip6_route.h>
+#include <net/ipv6_stubs.h>
 #include <net/ip.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
@@ -21,6 +24,7 @@
  */
 struct mrc_net_socks {
 	struct socket __rcu *sock4;
+	struct socket __rcu *sock6;
 	unsigned int users;		/* devices */
 	bool linked;			/* still reachable from the netns */
 };
@@ -34,41 +38,49 @@ static DEFINE_MUTEX(mrc_net_mutex);
 
 static int mrc_udp_rcv(struct sock *sk, struct sk_buff *skb);
 
-static struct socket *mrc_sock_open(struct net *net)
+static struct socket *mrc_sock_open(struct net *net, bool ipv6)
 {
 	struct udp_tunnel_sock_cfg tcfg = {
 		.encap_type = 1,
 		.encap_rcv = mrc_udp_rcv,
 	};
 	struct udp_port_cfg ucfg = {
-		.family = AF_INET,
-		.local_ip.s_addr = htonl(INADDR_ANY),
+		.family = ipv6 ? AF_INET6 : AF_INET,
 		.local_udp_port = htons(mrc_udp_port),
+		.ipv6_v6only = 1,
 	};
 	struct socket *sock;
 	int err;
 
+	if (!ipv6)
+		ucfg.local_ip.s_addr = htonl(INADDR_ANY);
 	err = udp_sock_create(net, &ucfg, &sock);
 	if (err) {
-		pr_err("metaroce: cannot bind UDP port %u (%d)\n", mrc_udp_port,
-		       err);
+		pr_err("metaroce: cannot bind UDP%s port %u (%d)\n",
+		       ipv6 ? "/IPv6" : "", mrc_udp_port, err);
 		return ERR_PTR(err);
 	}
 	setup_udp_tunnel_sock(net, sock, &tcfg);
 	return sock;
 }
 
-/* caller holds mrc_net_mutex */
-static void mrc_socks_close(struct mrc_net_socks *s)
+static void mrc_sock_release(struct socket __rcu **slot)
 {
-	struct socket *sock = rcu_dereference_protected(s->sock4,
+	struct socket *sock = rcu_dereference_protected(*slot,
 				lockdep_is_held(&mrc_net_mutex));
 
 	if (!sock)
 		return;
-	RCU_INIT_POINTER(s->sock4, NULL);
+	RCU_INIT_POINTER(*slot, NULL);
 	synchronize_rcu();
 	udp_tunnel_sock_release(sock);
+}
+
+/* caller holds mrc_net_mutex */
+static void mrc_socks_close(struct mrc_net_socks *s)
+{
+	mrc_sock_release(&s->sock4);
+	mrc_sock_release(&s->sock6);
 }
 
 int mrc_net_attach(struct mrc_dev *mdev)
@@ -91,7 +103,7 @@ int mrc_net_attach(struct mrc_dev *mdev)
 		pn->socks = s;
 	}
 	if (!rcu_access_pointer(s->sock4)) {
-		sock = mrc_sock_open(net);
+		sock = mrc_sock_open(net, false);
 		if (IS_ERR(sock)) {
 			err = PTR_ERR(sock);
 			if (!s->users) {
@@ -101,6 +113,12 @@ int mrc_net_attach(struct mrc_dev *mdev)
 			goto out;
 		}
 		rcu_assign_pointer(s->sock4, sock);
+		/* IPv6 is optional: without it only IPv4 GIDs carry traffic */
+		if (IS_ENABLED(CONFIG_IPV6)) {
+			sock = mrc_sock_open(net, true);
+			if (!IS_ERR(sock))
+				rcu_assign_pointer(s->sock6, sock);
+		}
 	}
 	s->users++;
 	mdev->socks = s;
@@ -204,17 +222,16 @@ struct sk_buff *mrc_skb_alloc(struct mrc_qp *qp, u32 hdr_len, u32 pay_len)
 	return skb;
 }
 
-/**
- * mrc_xmit() - send one built packet (headers and payload at skb->data).
- * @qp: the QP (its addresses and the device's socket are used).
- * @skb: the packet; consumed.
- * @sport: UDP source port (the entropy).
- */
-void mrc_xmit(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
+static void mrc_xmit_drop(struct mrc_dev *mdev, struct sk_buff *skb)
+{
+	mrc_stat_inc(mdev, MRC_ST_TX_DROP);
+	kfree_skb(skb);
+}
+
+static void mrc_xmit4(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
 {
 	struct mrc_dev *mdev = qp->mdev;
 	struct net_device *ndev = mdev->ndev;
-	struct net *net = dev_net(ndev);
 	struct flowi4 fl4 = {
 		.flowi4_oif = ndev->ifindex,
 		.flowi4_proto = IPPROTO_UDP,
@@ -225,31 +242,22 @@ void mrc_xmit(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
 	};
 	struct socket *sock;
 	struct rtable *rt;
-	u32 len = skb->len;
 
-	if (qp->is_ipv6) {
-		mrc_stat_inc(mdev, MRC_ST_TX_DROP);
-		kfree_skb(skb);
-		return;
-	}
-	rt = ip_route_output_key(net, &fl4);
+	rt = ip_route_output_key(dev_net(ndev), &fl4);
 	if (IS_ERR(rt)) {
-		mrc_stat_inc(mdev, MRC_ST_TX_DROP);
-		kfree_skb(skb);
+		mrc_xmit_drop(mdev, skb);
 		return;
 	}
-	mrc_stat_inc(mdev, MRC_ST_TX_PKTS);
-	mrc_stat_add(mdev, MRC_ST_TX_BYTES, len);
-
 	rcu_read_lock();
 	sock = rcu_dereference(mdev->socks->sock4);
 	if (!sock) {
 		rcu_read_unlock();
 		ip_rt_put(rt);
-		mrc_stat_inc(mdev, MRC_ST_TX_DROP);
-		kfree_skb(skb);
+		mrc_xmit_drop(mdev, skb);
 		return;
 	}
+	mrc_stat_inc(mdev, MRC_ST_TX_PKTS);
+	mrc_stat_add(mdev, MRC_ST_TX_BYTES, skb->len);
 	skb_scrub_packet(skb, false);
 	skb->protocol = htons(ETH_P_IP);
 	skb->ignore_df = 0;
@@ -258,6 +266,70 @@ void mrc_xmit(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
 			    qp->ttl ? qp->ttl : 64, htons(IP_DF), htons(sport),
 			    htons(mrc_udp_port), false, false);
 	rcu_read_unlock();
+}
+
+#if IS_ENABLED(CONFIG_IPV6)
+static void mrc_xmit6(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
+{
+	struct mrc_dev *mdev = qp->mdev;
+	struct net_device *ndev = mdev->ndev;
+	struct flowi6 fl6 = {
+		.flowi6_oif = ndev->ifindex,
+		.flowi6_proto = IPPROTO_UDP,
+		.daddr = qp->daddr6,
+		.saddr = qp->saddr6,
+		.fl6_sport = htons(sport),
+		.fl6_dport = htons(mrc_udp_port),
+	};
+	struct dst_entry *dst;
+	struct socket *sock;
+
+	rcu_read_lock();
+	sock = rcu_dereference(mdev->socks->sock6);
+	if (!sock) {
+		rcu_read_unlock();
+		mrc_xmit_drop(mdev, skb);
+		return;
+	}
+	dst = ipv6_stub->ipv6_dst_lookup_flow(dev_net(ndev), sock->sk, &fl6,
+					      NULL);
+	if (IS_ERR(dst)) {
+		rcu_read_unlock();
+		mrc_xmit_drop(mdev, skb);
+		return;
+	}
+	mrc_stat_inc(mdev, MRC_ST_TX_PKTS);
+	mrc_stat_add(mdev, MRC_ST_TX_BYTES, skb->len);
+	skb_scrub_packet(skb, false);
+	skb->protocol = htons(ETH_P_IPV6);
+	udp_tunnel6_xmit_skb(dst, sock->sk, skb, dst->dev, &fl6.saddr,
+			     &fl6.daddr,
+			     (qp->tos & ~INET_ECN_MASK) | INET_ECN_ECT_0,
+			     qp->ttl ? qp->ttl : 64, 0, htons(sport),
+			     htons(mrc_udp_port), false);
+	rcu_read_unlock();
+}
+#endif
+
+/**
+ * mrc_xmit() - send one built packet (headers and payload at skb->data).
+ * @qp: the QP (its addresses and the device's socket are used).
+ * @skb: the packet; consumed.
+ * @sport: UDP source port (the entropy).
+ */
+void mrc_xmit(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	if (qp->is_ipv6) {
+		mrc_xmit6(qp, skb, sport);
+		return;
+	}
+#endif
+	if (qp->is_ipv6) {
+		mrc_xmit_drop(qp->mdev, skb);
+		return;
+	}
+	mrc_xmit4(qp, skb, sport);
 }
 
 /* queue a built packet; sent by mrc_flush_txq() once qp->lock is dropped */
@@ -276,8 +348,21 @@ void mrc_flush_txq(struct mrc_qp *qp)
 }
 
 /* parse, find the QP, check the source, hand over to the engines */
+/* does the packet come from the QP's peer address? */
+static bool mrc_src_ok(struct mrc_qp *qp, struct sk_buff *skb)
+{
+	if (skb->protocol == htons(ETH_P_IP))
+		return !qp->is_ipv6 && ip_hdr(skb)->saddr == qp->daddr4;
+#if IS_ENABLED(CONFIG_IPV6)
+	if (skb->protocol == htons(ETH_P_IPV6))
+		return qp->is_ipv6 &&
+		       ipv6_addr_equal(&ipv6_hdr(skb)->saddr, &qp->daddr6);
+#endif
+	return false;
+}
+
 static void mrc_rcv_skb(struct mrc_dev *mdev, struct sk_buff *skb,
-			__be32 saddr, u16 sport, bool ce)
+			u16 sport, bool ce)
 {
 	struct mrc_pkt p;
 	struct mrc_qp *qp;
@@ -296,7 +381,7 @@ static void mrc_rcv_skb(struct mrc_dev *mdev, struct sk_buff *skb,
 		goto free;
 	}
 	if (qp->ibqp.qp_type != IB_QPT_RC || p.sqpn != qp->dest_qpn ||
-	    saddr != qp->daddr4 || qp->is_ipv6) {
+	    !mrc_src_ok(qp, skb)) {
 		mrc_count_drop(mdev, MRC_DROP_BAD_SRC);
 		mrc_qp_put(qp);
 		goto free;
@@ -312,35 +397,49 @@ free:
 	consume_skb(skb);
 }
 
+/* the metaroce device that owns local address of @skb (loopback traffic) */
+static struct mrc_dev *mrc_dev_by_daddr(struct sk_buff *skb)
+{
+	struct net *net = dev_net(skb->dev);
+	struct net_device *owner = NULL;
+	struct mrc_dev *mdev;
+
+	rcu_read_lock();
+	if (skb->protocol == htons(ETH_P_IP))
+		owner = __ip_dev_find(net, ip_hdr(skb)->daddr, false);
+#if IS_ENABLED(CONFIG_IPV6)
+	else if (skb->protocol == htons(ETH_P_IPV6))
+		owner = ipv6_dev_find(net, &ipv6_hdr(skb)->daddr, NULL);
+#endif
+	mdev = owner ? mrc_dev_from_netdev(owner) : NULL;
+	rcu_read_unlock();
+	return mdev;
+}
+
 static int mrc_udp_rcv(struct sock *sk, struct sk_buff *skb)
 {
 	struct net_device *ndev = skb->dev;
 	struct mrc_dev *mdev;
-	__be32 saddr;
 	u16 sport;
-	bool ce;
+	u8 dsf;
 
 	mdev = mrc_dev_from_netdev(ndev);
-	if (!mdev && (ndev->flags & IFF_LOOPBACK)) {
-		/* to an address of this host: find the device that owns it */
-		struct net_device *owner;
-
-		rcu_read_lock();
-		owner = __ip_dev_find(dev_net(ndev), ip_hdr(skb)->daddr, false);
-		mdev = owner ? mrc_dev_from_netdev(owner) : NULL;
-		rcu_read_unlock();
-	}
+	/* to an address of this host: the device that owns it */
+	if (!mdev && (ndev->flags & IFF_LOOPBACK))
+		mdev = mrc_dev_by_daddr(skb);
 	if (!mdev)
 		goto drop;
 	if (skb_linearize(skb)) {
 		ib_device_put(&mdev->ibdev);
 		goto drop;
 	}
-	saddr = ip_hdr(skb)->saddr;
-	ce = INET_ECN_is_ce(ip_hdr(skb)->tos);
+	if (skb->protocol == htons(ETH_P_IP))
+		dsf = ip_hdr(skb)->tos;
+	else
+		dsf = ipv6_get_dsfield(ipv6_hdr(skb));
 	sport = ntohs(udp_hdr(skb)->source);
 	skb_pull(skb, sizeof(struct udphdr));
-	mrc_rcv_skb(mdev, skb, saddr, sport, ce);
+	mrc_rcv_skb(mdev, skb, sport, INET_ECN_is_ce(dsf));
 	ib_device_put(&mdev->ibdev);
 	return 0;
 drop:

@@ -227,12 +227,12 @@ static int mrc_qp_set_av(struct mrc_qp *qp, struct rdma_ah_attr *ah)
 	    ipv6_addr_v4mapped((struct in6_addr *)grh->dgid.raw))
 		return -EINVAL;
 	qp->is_ipv6 = !ipv6_addr_v4mapped((struct in6_addr *)grh->dgid.raw);
-	if (qp->is_ipv6) {
-		/* IPv6 GIDs are listed; the IPv6 data path is not there yet */
-		return -EOPNOTSUPP;
-	}
-	qp->saddr4 = ((struct in6_addr *)sattr->gid.raw)->s6_addr32[3];
-	qp->daddr4 = ((struct in6_addr *)grh->dgid.raw)->s6_addr32[3];
+	if (qp->is_ipv6 && !IS_ENABLED(CONFIG_IPV6))
+		return -EAFNOSUPPORT;
+	memcpy(&qp->saddr6, sattr->gid.raw, sizeof(qp->saddr6));
+	memcpy(&qp->daddr6, grh->dgid.raw, sizeof(qp->daddr6));
+	qp->saddr4 = qp->saddr6.s6_addr32[3];
+	qp->daddr4 = qp->daddr6.s6_addr32[3];
 	qp->tos = grh->traffic_class;
 	qp->ttl = grh->hop_limit;
 	qp->av = *ah;
@@ -370,6 +370,10 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			mrc_qp_reset(qp);
 		break;
 	case IB_QPS_RTR:
+		/* never build packets the netdev cannot carry */
+		while (qp->pmtu_shift > MRC_PMTU_MIN_SHIFT &&
+		       (1 << qp->pmtu_shift) > mrc_mtu_payload(qp->mdev))
+			qp->pmtu_shift--;
 		/* PSNs are 24 bits in the verbs API: start inside that space */
 		mrc_rx_init(&qp->rx, qp->rx_map, MRC_RX_BITS, qp->rq_psn_attr);
 		mrc_ackc_init(&qp->ackc, mrc_ack_every ? mrc_ack_every : 1,

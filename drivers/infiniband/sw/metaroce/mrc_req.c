@@ -152,7 +152,9 @@ static int mrc_build_req(struct mrc_qp *qp, struct mrc_swqe *s, u32 psn,
 		pay = min_t(u32, s->length - off, 1u << s->shift);
 		if (k == s->npsn - 1) {
 			p.flags |= MRC_F_LAST | MRC_F_ACKREQ;
-			if (s->wr.send_flags & METAROCE_SEND_SOLICITED)
+			/* only a message that completes a receive is solicited */
+			if ((s->wr.send_flags & METAROCE_SEND_SOLICITED) &&
+			    mrc_wr_consumes_recv(s->wr.opcode))
 				p.flags |= MRC_F_SOLICITED;
 		}
 		if (s->wr.opcode == METAROCE_WR_SEND_WITH_IMM ||
@@ -167,7 +169,15 @@ static int mrc_build_req(struct mrc_qp *qp, struct mrc_swqe *s, u32 psn,
 		p.req.msg_len = s->length;
 		p.req.offset = off;
 		p.req.rmsn = s->rmsn;
-		p.req.imm = s->wr.imm_data;
+		/*
+		 * Immediate data is four opaque bytes in network order; the
+		 * wire field carries them as they are.  An rkey to invalidate
+		 * is a number.
+		 */
+		if (p.flags & MRC_F_INV)
+			p.req.imm = s->wr.imm_data;
+		else
+			p.req.imm = be32_to_cpu((__force __be32)s->wr.imm_data);
 		if (!(p.flags & (MRC_F_IMM | MRC_F_INV)))
 			p.req.imm = 0;
 		if (s->op == MRC_OP_SEND)
@@ -363,7 +373,9 @@ static bool mrc_can_start(struct mrc_qp *qp, struct mrc_swqe *s)
 {
 	u32 max_rd = max_t(u32, qp->max_rd_atomic, 1);
 
-	if ((s->wr.send_flags & METAROCE_SEND_FENCE) && qp->rd_outstanding)
+	/* a fence waits for earlier READs/atomics, once, before starting */
+	if ((s->wr.send_flags & METAROCE_SEND_FENCE) && !s->sent &&
+	    qp->rd_outstanding)
 		return false;
 	if (mrc_op_needs_resp(s->op) && !s->sent &&
 	    qp->rd_outstanding >= max_rd)
@@ -639,6 +651,11 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 	case MRC_SYN_RNR:
 		mrc_stat_inc(mdev, MRC_ST_RNR_NAK_RX);
 		if (!mrc_psn_in(p->ack.nak_psn, qp->tx.una, qp->tx.nxt))
+			break;
+		/* one RNR wait at a time: the other packets of the message
+		 * were refused for the same reason
+		 */
+		if (qp->rnr_wait)
 			break;
 		if (qp->rnr_retry != 7) {
 			if (!qp->rnr_left) {

@@ -37,7 +37,7 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 	p.ack.delay = now - qp->last_arrival;
 	p.ack.ce_count = min_t(u32, qp->ackc.ce, U16_MAX);
 	p.ack.entropy = qp->last_entropy;
-	p.ack.flags = flags;
+	p.ack.flags = flags | (qp->last_ce ? MRC_ACKF_CE : 0);
 	p.ack.sack_words = mrc_rx_sack(&qp->rx, p.ack.sack,
 				       MRC_ACK_MAX_SACKW);
 	hlen = mrc_wire_hdr_len(MRC_OP_ACK, p.ack.sack_words);
@@ -146,7 +146,9 @@ static void mrc_resp_complete(struct mrc_qp *qp)
 			c.wc_flags |= IB_WC_WITH_IMM;
 		if (m->has_inv)
 			c.wc_flags |= IB_WC_WITH_INVALIDATE;
-		c.imm_data = m->imm;
+		/* back to the opaque network-order bytes (see mrc_build_req) */
+		c.imm_data = m->has_inv ? m->imm :
+			     (__force u32)cpu_to_be32(m->imm);
 		if (!qp->srq) {
 			qp->rq_cons++;
 			mrc_ring_store(&qp->rq.hdr->cons, qp->rq_cons);
@@ -614,6 +616,7 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	qp->last_tsval = p->tsval;
 	qp->last_arrival = now;
 	qp->last_entropy = sport;
+	qp->last_ce = ce;
 	if (p->flags & MRC_F_ACKREQ)
 		flags |= MRC_ACKC_ACKREQ;
 
@@ -639,8 +642,7 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 			run = true;
 		}
 		mrc_ackc_rx(&qp->ackc, now, flags | MRC_ACKC_DUP);
-		mrc_send_ack_flags(qp, MRC_SYN_ACK, 0,
-				   MRC_ACKF_DUP | (ce ? MRC_ACKF_CE : 0));
+		mrc_send_ack_flags(qp, MRC_SYN_ACK, 0, MRC_ACKF_DUP);
 		goto out;
 	}
 	if (qp->err_pending && mrc_psn_le(qp->err_psn, p->psn)) {
@@ -675,11 +677,10 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	mrc_rx_accept(&qp->rx, p->psn, n);
 	if (qp->rx.ooo != ooo)
 		mrc_stat_add(mdev, MRC_ST_OOO_PKTS, qp->rx.ooo - ooo);
-	if (qp->rx.holes != holes) {
+	if (qp->rx.holes != holes)
 		mrc_stat_add(mdev, MRC_ST_SACK_HOLES, qp->rx.holes - holes);
-		flags |= MRC_ACKC_OOO;
-	}
-	if (p->psn != old_nxt || mrc_rx_sack(&qp->rx, NULL, 0))
+	/* beyond a hole, or filling one: tell the sender at once */
+	if (p->psn != old_nxt || qp->rx.nxt - old_nxt != n)
 		flags |= MRC_ACKC_OOO;
 
 	mrc_resp_complete(qp);
