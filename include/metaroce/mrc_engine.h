@@ -464,6 +464,21 @@ struct mrc_region {
 int mrc_region_check(const struct mrc_region *r, u64 va, u64 len, u32 need);
 
 /**
+ * mrc_region_chunk() - where byte @va of a region lies in its pages.
+ * @r: the region; its first byte sits @page_off bytes into page 0.
+ * @page_off: offset of r->iova in the first page.
+ * @shift: log2 of the page size.
+ * @va: address inside the region (checked by mrc_region_check()).
+ * @len: bytes wanted from @va on.
+ * @page: out: page index.
+ * @in_page: out: offset inside that page.
+ *
+ * Return: bytes that can be copied before the page ends (<= @len).
+ */
+u32 mrc_region_chunk(const struct mrc_region *r, u32 page_off, u32 shift,
+		     u64 va, u64 len, u64 *page, u32 *in_page);
+
+/**
  * mrc_seg_count() - packets for @len bytes at segment size 1 << @shift
  * (a zero-length message still takes one packet).
  */

@@ -188,7 +188,6 @@ void mrc_mr_put(struct mrc_mr *mr)
  */
 int mrc_mr_copy(struct mrc_mr *mr, u64 va, void *buf, u32 len, bool to_mr)
 {
-	u64 off;
 
 	if (!len)
 		return 0;
@@ -202,13 +201,13 @@ int mrc_mr_copy(struct mrc_mr *mr, u64 va, void *buf, u32 len, bool to_mr)
 		return 0;
 	}
 
-	off = va - mr->region.iova + mr->page_off;
 	while (len) {
-		unsigned long pg = off >> PAGE_SHIFT;
-		u32 in = off & ~PAGE_MASK;
-		u32 n = min_t(u32, len, PAGE_SIZE - in);
+		u64 pg;
+		u32 in, n;
 		void *k;
 
+		n = mrc_region_chunk(&mr->region, mr->page_off, PAGE_SHIFT, va,
+				     len, &pg, &in);
 		if (pg >= mr->npages)
 			return -ERANGE;
 		k = kmap_local_page(mr->pages[pg]);
@@ -218,7 +217,7 @@ int mrc_mr_copy(struct mrc_mr *mr, u64 va, void *buf, u32 len, bool to_mr)
 			memcpy(buf, k + in, n);
 		kunmap_local(k);
 		buf += n;
-		off += n;
+		va += n;
 		len -= n;
 	}
 	return 0;
@@ -234,13 +233,16 @@ int mrc_mr_atomic(struct mrc_mr *mr, u64 va, bool cas, u64 swap_add,
 	if (mr->type == MRC_MR_DMA) {
 		p = (u64 *)(uintptr_t)va;
 	} else {
-		u64 off = va - mr->region.iova + mr->page_off;
-		unsigned long pg = off >> PAGE_SHIFT;
+		u64 pg;
+		u32 in;
 
-		if (pg >= mr->npages)
+		/* an iova aligned unlike the user address can split the word */
+		if (mrc_region_chunk(&mr->region, mr->page_off, PAGE_SHIFT, va,
+				     8, &pg, &in) < 8 || (in & 7) ||
+		    pg >= mr->npages)
 			return -ERANGE;
 		k = kmap_local_page(mr->pages[pg]);
-		p = k + (off & ~PAGE_MASK);
+		p = k + in;
 	}
 	if (cas)
 		*orig = cmpxchg64(p, compare, swap_add);

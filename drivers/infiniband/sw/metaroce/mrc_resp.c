@@ -442,8 +442,11 @@ static bool mrc_rd_schedule(struct mrc_qp *qp)
 				   MRC_ACC_REMOTE_ATOMIC);
 		if (!mr)
 			goto access_err;
-		mrc_mr_atomic(mr, e->va, e->op == MRC_OP_ATOMIC_CS,
-			      e->swap_add, e->compare, &e->orig);
+		if (mrc_mr_atomic(mr, e->va, e->op == MRC_OP_ATOMIC_CS,
+				  e->swap_add, e->compare, &e->orig)) {
+			mrc_mr_put(mr);
+			goto access_err;
+		}
 		mrc_mr_put(mr);
 		qp->aresp[qp->aresp_next].psn = e->psn;
 		qp->aresp[qp->aresp_next].orig = e->orig;

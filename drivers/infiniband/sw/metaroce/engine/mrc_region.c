@@ -27,6 +27,18 @@ int mrc_region_check(const struct mrc_region *r, u64 va, u64 len, u32 need)
 	return 0;
 }
 
+u32 mrc_region_chunk(const struct mrc_region *r, u32 page_off, u32 shift,
+		     u64 va, u64 len, u64 *page, u32 *in_page)
+{
+	u64 off = va - r->iova + page_off;
+	u64 room;
+
+	*page = off >> shift;
+	*in_page = (u32)(off & ((1ULL << shift) - 1));
+	room = (1ULL << shift) - *in_page;
+	return (u32)(len < room ? len : room);
+}
+
 #ifdef MRC_ENGINE_KUNIT
 #include "mrc_region_test.c"
 #endif

@@ -100,11 +100,52 @@ static void mrc_region_zero_length(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x1000, 0, 0), 0);
 }
 
+/* page walk: offsets at page and region boundaries */
+static void mrc_region_pages(struct kunit *test)
+{
+	/* 3 pages of 4 KiB; the region starts 0xff0 into the first one */
+	struct mrc_region r = { .iova = 0x10000ff0, .length = 0x1010 };
+	u64 pg;
+	u32 in, n;
+
+	n = mrc_region_chunk(&r, 0xff0, 12, 0x10000ff0, 0x1010, &pg, &in);
+	KUNIT_EXPECT_EQ(test, pg, 0ull);
+	KUNIT_EXPECT_EQ(test, in, 0xff0u);
+	KUNIT_EXPECT_EQ(test, n, 16u);			/* up to the page end */
+	n = mrc_region_chunk(&r, 0xff0, 12, 0x10001000, 0x1000, &pg, &in);
+	KUNIT_EXPECT_EQ(test, pg, 1ull);
+	KUNIT_EXPECT_EQ(test, in, 0u);
+	KUNIT_EXPECT_EQ(test, n, 0x1000u);		/* a whole page */
+	/* the last byte of the region */
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x10001fff, 1, 0), 0);
+	n = mrc_region_chunk(&r, 0xff0, 12, 0x10001fff, 1, &pg, &in);
+	KUNIT_EXPECT_EQ(test, pg, 1ull);
+	KUNIT_EXPECT_EQ(test, in, 0xfffu);
+	KUNIT_EXPECT_EQ(test, n, 1u);
+	/* one past it is refused before any page is computed */
+	KUNIT_EXPECT_EQ(test, mrc_region_check(&r, 0x10002000, 1, 0), -ERANGE);
+	/* an iova unrelated to the user address: only offsets matter */
+	r.iova = 0xfffffffffffff000ull;
+	r.length = 0x1000;
+	n = mrc_region_chunk(&r, 0x80, 12, 0xfffffffffffffff8ull, 8, &pg, &in);
+	KUNIT_EXPECT_EQ(test, pg, 1ull);
+	KUNIT_EXPECT_EQ(test, in, 0x78u);
+	KUNIT_EXPECT_EQ(test, n, 8u);
+	/* large pages */
+	r.iova = 0;
+	r.length = 1ull << 32;
+	n = mrc_region_chunk(&r, 0, 21, (3ull << 21) - 4, 64, &pg, &in);
+	KUNIT_EXPECT_EQ(test, pg, 2ull);
+	KUNIT_EXPECT_EQ(test, in, (1u << 21) - 4);
+	KUNIT_EXPECT_EQ(test, n, 4u);
+}
+
 static struct kunit_case mrc_region_cases[] = {
 	KUNIT_CASE(mrc_region_access),
 	KUNIT_CASE(mrc_region_bounds),
 	KUNIT_CASE(mrc_region_overflow),
 	KUNIT_CASE(mrc_region_zero_length),
+	KUNIT_CASE(mrc_region_pages),
 	{}
 };
 
