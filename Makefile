@@ -44,6 +44,7 @@ kunit:
 	scripts/kunit
 
 vmtest: module provider
+	$(MAKE) -C tests/tools
 	tests/run-vm-tests
 
 lint:

@@ -121,6 +121,10 @@ struct mrc_tx_slot {
  * @progress_ts: time of the last forward progress (or of the first
  *	transmission after an idle period).
  * @tlp_out: a tail-loss probe is outstanding.
+ * @reo_steps_min: floor (and start) of reo_steps, 1 by default; a caller
+ *	expecting reordering (sprayed paths) may start wider.
+ * @frto: the last RTO resent only the oldest PSN; the next ACK decides
+ *	whether the rest of the window is resent (see mrc_tx_on_timer()).
  * @rtt: RTT estimator fed by this scoreboard.
  * @ack_cum: highest cumulative ACK applied so far, in [una, nxt]; PSNs
  *	before it need no more work when the next ACK arrives.
@@ -141,6 +145,7 @@ struct mrc_tx_slot {
  * @probe_psn: the PSN to resend after MRC_TXT_PROBE.
  * @spurious: retransmissions found unnecessary (the original arrived).
  * @rtos: RTO expiries, total.
+ * @spurious_rtos: RTOs after which the path turned out only slow.
  * @tlps: tail-loss probes, total.
  * @rack_marked: PSNs declared lost by RACK, total.
  */
@@ -160,6 +165,7 @@ struct mrc_tx {
 	u32 timeouts;
 	u32 progress_ts;
 	bool tlp_out;
+	bool frto;			/* an RTO resent only the oldest PSN */
 	struct mrc_rtt rtt;
 	u32 ack_cum;
 	u32 rresp_ts;
@@ -168,6 +174,7 @@ struct mrc_tx {
 	bool rresp_valid;
 	u32 reo_wnd_min;
 	u32 reo_steps;
+	u32 reo_steps_min;
 	u32 reo_recov;
 	u32 reo_deadline;
 	bool reo_armed;
@@ -175,6 +182,7 @@ struct mrc_tx {
 	u32 probe_psn;
 	u32 spurious;
 	u32 rtos;
+	u32 spurious_rtos;
 	u32 tlps;
 	u32 rack_marked;
 };

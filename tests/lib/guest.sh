@@ -32,7 +32,7 @@
 : "${RXE_A_IP:=10.1.0.1}" "${RXE_B_IP:=10.1.0.2}"
 : "${RXE_TABLE_A:=101}" "${RXE_TABLE_B:=102}"
 
-T_N=0 T_PASS=0 T_FAIL=0 T_SKIP=0
+T_N=0 T_PASS=0 T_FAIL=0 T_SKIP=0 T_TODO=0
 
 # --- results ---------------------------------------------------------------
 _t_details() {
@@ -48,6 +48,15 @@ t_fail() {
 	T_N=$((T_N + 1)) T_FAIL=$((T_FAIL + 1))
 	printf 'not ok %d - %s\n' "$T_N" "$1"
 	shift
+	[ $# -eq 0 ] || _t_details "$*"
+	return 0
+}
+# t_todo DESC REASON: a check that fails because of a known, open bug.
+# TAP "not ok ... # TODO": shown in every run, not counted as a failure.
+t_todo() {
+	T_N=$((T_N + 1)) T_TODO=$((T_TODO + 1))
+	printf 'not ok %d - %s # TODO %s\n' "$T_N" "$1" "$2"
+	shift 2
 	[ $# -eq 0 ] || _t_details "$*"
 	return 0
 }
@@ -70,7 +79,7 @@ t_check() {
 }
 t_summary() {
 	printf '1..%d\n' "$T_N"
-	printf '# %d passed, %d failed, %d skipped\n' "$T_PASS" "$T_FAIL" "$T_SKIP"
+	printf '# %d passed, %d failed, %d skipped, %d known failures\n' "$T_PASS" "$T_FAIL" "$T_SKIP" "$T_TODO"
 	[ "$T_FAIL" -eq 0 ]
 }
 

@@ -63,6 +63,7 @@ extern unsigned int mrc_rto_init_us;
 extern unsigned int mrc_window;
 extern bool mrc_cc_enable;
 extern unsigned int mrc_cc_target_us;
+extern unsigned int mrc_reo_steps;
 extern struct workqueue_struct *mrc_wq;
 
 /* statistic counters, see mrc_stats.c for names */

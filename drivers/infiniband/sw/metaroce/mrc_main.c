@@ -50,6 +50,10 @@ unsigned int mrc_cc_target_us = 4000;
 module_param_named(cc_target_us, mrc_cc_target_us, uint, 0644);
 MODULE_PARM_DESC(cc_target_us, "Queueing delay the congestion window allows above the lowest RTT, in microseconds (default 4000)");
 
+unsigned int mrc_reo_steps = 16;
+module_param_named(reo_steps, mrc_reo_steps, uint, 0644);
+MODULE_PARM_DESC(reo_steps, "Starting and smallest RACK reordering window, in steps of max(min_rtt/4, srtt/64), 1..64 (default 16): spraying reorders packets");
+
 struct workqueue_struct *mrc_wq;
 
 struct mrc_dev *mrc_dev_from_netdev(struct net_device *ndev)

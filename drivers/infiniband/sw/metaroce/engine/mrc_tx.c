@@ -12,7 +12,7 @@
  * reo_wnd therefore costs no retransmission, and a lost retransmission is
  * found the same way as a lost original.
  *
- * reo_wnd = max(min_rtt / 4 x reo_steps, reo_wnd_min), at most
+ * reo_wnd = max(max(min_rtt / 4, srtt / 64) x reo_steps, reo_wnd_min), at most
  * max(srtt, reo_wnd_min).  A delivery of a retransmitted PSN less than
  * min_rtt after the retransmission means the original arrived: the
  * retransmission was spurious; so was one the receiver reports as a
@@ -49,6 +49,7 @@ struct mrc_rack_cand {
 	u32 ts;
 	u32 psn;
 	bool valid;
+	bool fresh;	/* a PSN sent only once was delivered */
 };
 
 static struct mrc_tx_slot *mrc_tx_slot_rw(struct mrc_tx *tx, u32 psn)
@@ -69,7 +70,14 @@ static bool mrc_rack_after(u32 ts, u32 psn, u32 rts, u32 rpsn)
 
 static void mrc_tx_update_reo_wnd(struct mrc_tx *tx)
 {
-	u64 w = (u64)(tx->rtt.min_rtt / 4) * tx->reo_steps;
+	/*
+	 * One step is min_rtt / 4, or srtt / 64 when the RTT varies far more
+	 * than that (a busy receiver, queues on sprayed paths): then the
+	 * window can still reach srtt after a few spurious retransmissions.
+	 */
+	u32 step = tx->rtt.min_rtt / 4 > tx->rtt.srtt / 64 ?
+		   tx->rtt.min_rtt / 4 : tx->rtt.srtt / 64;
+	u64 w = (u64)step * tx->reo_steps;
 	u32 cap = tx->rtt.srtt > tx->reo_wnd_min ?
 		  tx->rtt.srtt : tx->reo_wnd_min;
 
@@ -94,6 +102,7 @@ void mrc_tx_init(struct mrc_tx *tx, struct mrc_tx_slot *slots, u32 nslots,
 	tx->reo_wnd_min = MRC_REO_WND_MIN_US;
 	tx->reo_wnd = MRC_REO_WND_MIN_US;
 	tx->reo_steps = 1;
+	tx->reo_steps_min = 1;
 	tx->tlp_min = MRC_TLP_MIN_US;
 	mrc_rtt_init(&tx->rtt, MRC_RTO_INIT_US, MRC_RTO_MIN_US, MRC_RTO_MAX_US);
 }
@@ -178,6 +187,7 @@ static bool mrc_tx_deliver(struct mrc_tx *tx, u32 psn, u32 now,
 	 */
 	if (s->xmits > 1)
 		return false;
+	c->fresh = true;
 	if (!c->valid || mrc_rack_after(s->xmit_ts, psn, c->ts, c->psn)) {
 		c->ts = s->xmit_ts;
 		c->psn = psn;
@@ -223,6 +233,39 @@ static void mrc_tx_spurious(struct mrc_tx *tx)
 		tx->reo_steps *= 2;
 	tx->reo_recov = 0;
 	mrc_tx_update_reo_wnd(tx);
+}
+
+static void mrc_tx_mark_all_lost(struct mrc_tx *tx)
+{
+	struct mrc_tx_slot *s;
+	u32 psn;
+
+	for (psn = tx->una; psn != tx->nxt; psn++) {
+		s = mrc_tx_slot_rw(tx, psn);
+		if (s->flags & (MRC_TXS_ACKED | MRC_TXS_LOST))
+			continue;
+		s->flags |= MRC_TXS_LOST;
+		s->flags &= ~MRC_TXS_RACK;
+		tx->lost++;
+	}
+}
+
+/*
+ * F-RTO (RFC 5682 in spirit): the first ACK after an RTO that delivers a
+ * PSN never sent twice shows the path was only slow, not empty; then the
+ * rest of the window is left to RACK.  Otherwise the RTO was real and
+ * everything still outstanding is resent.
+ */
+static void mrc_tx_frto(struct mrc_tx *tx, const struct mrc_rack_cand *c,
+			u32 newly)
+{
+	if (!tx->frto || !newly)
+		return;
+	tx->frto = false;
+	if (c->fresh)
+		tx->spurious_rtos++;
+	else
+		mrc_tx_mark_all_lost(tx);
 }
 
 /* move una over delivered PSNs and account progress */
@@ -297,6 +340,7 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 	}
 	if (spurious || a->dup)
 		mrc_tx_spurious(tx);
+	mrc_tx_frto(tx, &c, r->newly_acked);
 	mrc_tx_rack_update(tx, &c, now);
 	mrc_tx_finish(tx, una0, now, r);
 	return 0;
@@ -323,6 +367,7 @@ int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r)
 	r->newly_acked = 1;
 	if (mrc_tx_deliver(tx, psn, now, &c))
 		mrc_tx_spurious(tx);
+	mrc_tx_frto(tx, &c, 1);
 	if (c.valid && (!tx->rresp_valid ||
 			mrc_rack_after(c.ts, c.psn, tx->rresp_ts, tx->rresp_psn))) {
 		tx->rresp_ts = c.ts;
@@ -390,7 +435,8 @@ u32 mrc_tx_detect_loss(struct mrc_tx *tx, u32 now)
 
 	if (n) {
 		tx->rack_marked += n;
-		if (++tx->reo_recov >= MRC_REO_PERSIST && tx->reo_steps > 1) {
+		if (++tx->reo_recov >= MRC_REO_PERSIST &&
+		    tx->reo_steps > tx->reo_steps_min) {
 			tx->reo_steps /= 2;
 			tx->reo_recov = 0;
 			mrc_tx_update_reo_wnd(tx);
@@ -483,13 +529,23 @@ enum mrc_tx_timer_action mrc_tx_on_timer(struct mrc_tx *tx, u32 now,
 			tx->rtt.backoff++;
 		if (mrc_tx_failed(tx, now, retry_cnt, fail_after))
 			return MRC_TXT_FAIL;
-		for (psn = tx->una; psn != tx->nxt; psn++) {
-			s = mrc_tx_slot_rw(tx, psn);
-			if (s->flags & (MRC_TXS_ACKED | MRC_TXS_LOST))
-				continue;
-			s->flags |= MRC_TXS_LOST;
-			s->flags &= ~MRC_TXS_RACK;
-			tx->lost++;
+		if (tx->frto) {
+			/* nothing came back after the first RTO either */
+			mrc_tx_mark_all_lost(tx);
+		} else {
+			/* resend the oldest PSN only, see mrc_tx_frto() */
+			for (psn = tx->una; psn != tx->nxt; psn++) {
+				s = mrc_tx_slot_rw(tx, psn);
+				if (s->flags & MRC_TXS_ACKED)
+					continue;
+				if (!(s->flags & MRC_TXS_LOST)) {
+					s->flags |= MRC_TXS_LOST;
+					s->flags &= ~MRC_TXS_RACK;
+					tx->lost++;
+				}
+				break;
+			}
+			tx->frto = true;
 		}
 		tx->tlp_out = false;
 		tx->reo_armed = false;

@@ -489,7 +489,9 @@ static void mrc_tx_tail_loss(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, d, 2104u);
 	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 2103, 7, 0), MRC_TXT_NONE);
 	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 2104, 7, 0), MRC_TXT_RTO);
-	KUNIT_EXPECT_EQ(test, tx->lost, 2u);
+	/* F-RTO: only the oldest PSN is resent at first */
+	KUNIT_EXPECT_EQ(test, tx->lost, 1u);
+	KUNIT_EXPECT_TRUE(test, tx->frto);
 	KUNIT_EXPECT_EQ(test, tx->timeouts, 1u);
 	KUNIT_EXPECT_EQ(test, tx->rtt.backoff, 1u);
 	KUNIT_EXPECT_EQ(test, tx->rtos, 1u);
@@ -498,9 +500,8 @@ static void mrc_tx_tail_loss(struct kunit *test)
 	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
 	KUNIT_EXPECT_EQ(test, psn, 4u);
 	psn++;
-	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
-	KUNIT_EXPECT_EQ(test, psn, 5u);
-	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 5)->flags, MRC_TXS_LOST);
+	KUNIT_EXPECT_FALSE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 5)->flags, 0);
 
 	/* after an RTO no probe until progress; the next RTO is doubled */
 	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 2, 2104, 0, 0), 0);
@@ -687,6 +688,60 @@ static void mrc_tx_spurious_adapts(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->spurious, 3u);
 }
 
+/* F-RTO: a slow path is not an empty one */
+static void mrc_tx_frto_spurious_and_real(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_result r;
+	u32 psn, d;
+
+	mrc_tt_warm(test, tx, 100);
+	mrc_tt_send(test, tx, 8, 1000, 0);		/* PSN 1-8 */
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	/* skip the probe: straight to the RTO */
+	tx->tlp_out = true;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
+	KUNIT_EXPECT_EQ(test, tx->lost, 1u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, d, 0, 0), 0);
+	/* the originals of 2 and 3 arrive: the RTO was spurious */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, d + 50, 0, NOTS,
+					 (u32[]){ 2, 3 }, 2, &r), 0);
+	KUNIT_EXPECT_FALSE(test, tx->frto);
+	KUNIT_EXPECT_EQ(test, tx->spurious_rtos, 1u);
+	KUNIT_EXPECT_EQ(test, tx->lost, 0u);		/* 4-8 not resent */
+
+	/* a real outage: only the resent PSN comes back */
+	tx = mrc_tt_new(test, 64, 0);
+	mrc_tt_warm(test, tx, 100);
+	mrc_tt_send(test, tx, 8, 1000, 0);
+	tx->tlp_out = true;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, d, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, d + 150, 2, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
+	KUNIT_EXPECT_FALSE(test, tx->frto);
+	KUNIT_EXPECT_EQ(test, tx->spurious_rtos, 0u);
+	KUNIT_EXPECT_EQ(test, tx->lost, 7u);		/* 2-8 resent now */
+	psn = 0;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, psn, 2u);
+
+	/* no ACK at all after the first RTO: the second resends everything */
+	tx = mrc_tt_new(test, 64, 0);
+	mrc_tt_warm(test, tx, 100);
+	mrc_tt_send(test, tx, 4, 1000, 0);
+	tx->tlp_out = true;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, d, 0, 0), 0);
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
+	KUNIT_EXPECT_EQ(test, tx->lost, 4u);
+	KUNIT_EXPECT_EQ(test, tx->timeouts, 2u);
+}
+
 /* the receiver's duplicate report widens the reordering window */
 static void mrc_tx_dup_report_adapts(struct kunit *test)
 {
@@ -809,6 +864,7 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_long_read),
 	KUNIT_CASE(mrc_tx_spurious_adapts),
 	KUNIT_CASE(mrc_tx_dup_report_adapts),
+	KUNIT_CASE(mrc_tx_frto_spurious_and_real),
 	KUNIT_CASE(mrc_tx_psn_wrap),
 	KUNIT_CASE(mrc_tx_timestamps),
 	{}

@@ -1,0 +1,210 @@
+#!/bin/bash
+# RC data integrity under loss, reordering, duplication and outages:
+# mrc_verify (every byte and every completion checked) across netem on the
+# switch ports. netem on pb shapes traffic towards hostB, on pa towards
+# hostA; mrc_verify's client runs in hostA, so with --dir c2s (only hostA
+# issues requests) pb carries the data and pa the ACKs.
+#
+# Every case must finish with all data verified and no error completion.
+# Selective retransmission: hostA's retransmitted_packets must stay close
+# to what netem dropped: retransmitted <= 3 x lost + (50 + 1 % of tx).
+# vm-test-timeout: 420
+set -uo pipefail
+# shellcheck source=tests/lib/guest.sh
+. "${BASH_SOURCE[0]%/*}/../lib/guest.sh"
+# shellcheck source=tests/lib/rc.sh
+. "${BASH_SOURCE[0]%/*}/../lib/rc.sh"
+trap topo_cleanup EXIT
+
+rc_dmesg_mark
+if ! t_check "build mrc_verify" rc_build_tools; then t_summary; exit 1; fi
+if ! rc_setup --mtu 9000 >/tmp/rc_setup.log 2>&1; then
+	t_fail "two hosts with metaroce devices" "$(cat /tmp/rc_setup.log)"
+	t_summary
+	exit 1
+fi
+t_ok "two hosts with metaroce devices"
+
+SW=$TOPO_SW PA=$TOPO_PORT_A PB=$TOPO_PORT_B
+# shellcheck disable=SC2034 # filled through namerefs
+declare -A a0 a1 b0 b1
+TOTAL_RETX=0 TOTAL_LOST=0
+
+shape() { # shape DEV NETEM-ARGS|-
+	local dev=$1
+	shift
+	link_clear "$SW" "$dev"
+	# shellcheck disable=SC2068 # netem words
+	[ "$1" = - ] || link_shape "$SW" "$dev" $@
+}
+
+# lcase DESC PB-SHAPE PA-SHAPE CHECK [--bg CMD] -- MRC_VERIFY-ARGS...
+# CHECK: data (lost = drops on pb), ack (lost = drops on pa), zero (no
+# loss), report (no ratio assertion). With --bg, CMD runs 1 s into the
+# transfer (e.g. an outage).
+lcase() {
+	local desc=$1 spb=$2 spa=$3 check=$4 bg='' rc=0 t0 el pid
+	shift 4
+	if [ "$1" = --bg ]; then bg=$2; shift 2; fi
+	[ "$1" = -- ] && shift
+	shape "$PB" "$spb"
+	shape "$PA" "$spa"
+	rc_snap a0 "$RC_DEV_A"
+	rc_snap b0 "$RC_DEV_B"
+	t0=$SECONDS
+	rc_verify --timeout 240 --log /tmp/loss "$@" &
+	pid=$!
+	if [ -n "$bg" ]; then
+		# mid-run: one second after both sides started the transfer
+		wait_for 60 grep -q running /tmp/loss.cli
+		sleep 1
+		if kill -0 "$pid" 2>/dev/null; then
+			eval "$bg"
+		else
+			t_fail "$desc: still running when the disturbance starts"
+		fi
+	fi
+	wait "$pid" || rc=$?
+	el=$((SECONDS - t0))
+	[ -z "${LINK_OUTAGE_PID:-}" ] || wait "$LINK_OUTAGE_PID" 2>/dev/null
+	LINK_OUTAGE_PID=''
+	local dpb dpa spb_n spa_n
+	dpb=$(netem_stat "$SW" "$PB" dropped) dpa=$(netem_stat "$SW" "$PA" dropped)
+	spb_n=$(netem_stat "$SW" "$PB" sent) spa_n=$(netem_stat "$SW" "$PA" sent)
+	rc_snap a1 "$RC_DEV_A"
+	rc_snap b1 "$RC_DEV_B"
+	link_clear "$SW" "$PB"
+	link_clear "$SW" "$PA"
+
+	local cs ss gp txA retxA retxB rackA tlpA rtoA dupB dupA oooB lost C
+	cs=$(rc_result /tmp/loss.cli status) ss=$(rc_result /tmp/loss.srv status)
+	gp=$(rc_result /tmp/loss.cli total_mbps)
+	txA=$(rc_delta a0 a1 tx_packets) retxA=$(rc_delta a0 a1 retransmitted_packets)
+	retxB=$(rc_delta b0 b1 retransmitted_packets)
+	rackA=$(rc_delta a0 a1 rack_losses) tlpA=$(rc_delta a0 a1 tail_loss_probes)
+	rtoA=$(rc_delta a0 a1 rto_events)
+	dupB=$(rc_delta b0 b1 duplicate_packets) dupA=$(rc_delta a0 a1 duplicate_packets)
+	oooB=$(rc_delta b0 b1 out_of_order_packets)
+	t_diag "$desc: ${el}s, ${gp:-?} Mbit/s verified; netem dropped pb $dpb pa $dpa (sent pb $spb_n pa $spa_n); A: tx $txA retx $retxA (rack $rackA tlp $tlpA rto $rtoA) dup $dupA; B: retx $retxB dup $dupB ooo $oooB"
+
+	if [ "$rc" -eq 0 ] && [ "$cs" = PASS ] && [ "$ss" = PASS ]; then
+		t_ok "$desc: data verified, no error completion ($(rc_result /tmp/loss.cli ops) + $(rc_result /tmp/loss.srv ops) ops)"
+	else
+		t_fail "$desc: data verified, no error completion" "exit $rc, client ${cs:-no result}, server ${ss:-no result}" \
+			"$(grep -h -E 'ERROR|FATAL|seed' /tmp/loss.cli /tmp/loss.srv | head -n 12)" \
+			"$(tail -n 4 /tmp/loss.cli)"
+	fi
+	if [ "$(rc_delta a0 a1 retry_exceeded)" -ne 0 ] || [ "$(rc_delta b0 b1 retry_exceeded)" -ne 0 ]; then
+		t_fail "$desc: no retry_exceeded" "A $(rc_delta a0 a1 retry_exceeded) B $(rc_delta b0 b1 retry_exceeded)"
+	fi
+
+	C=$((50 + txA / 100))
+	case $check in
+	data) lost=$dpb ;;
+	ack) lost=$dpa ;;
+	zero) lost=0 ;;
+	*) return 0 ;;
+	esac
+	TOTAL_RETX=$((TOTAL_RETX + retxA)) TOTAL_LOST=$((TOTAL_LOST + lost))
+	local ratio
+	ratio=$(awk -v r="$retxA" -v l="$lost" 'BEGIN { if (l) printf "%.2f", r / l; else printf "n/a" }')
+	if [ "$check" = data ] && [ "$lost" -gt 0 ]; then
+		if [ "$retxA" -gt 0 ]; then
+			t_ok "$desc: retransmitted_packets > 0 ($retxA for $lost lost)"
+		else
+			t_fail "$desc: retransmitted_packets > 0" "netem dropped $lost, retransmitted 0"
+		fi
+	fi
+	# Gate: far from go-back-N, which resends a window per loss.
+	G=$((3 * lost + 50 + txA * 15 / 100))
+	if [ "$retxA" -le "$G" ]; then
+		t_ok "$desc: no go-back-N: $retxA retransmitted for $lost lost (ratio $ratio, bound $G)"
+	else
+		t_fail "$desc: no go-back-N: $retxA retransmitted for $lost lost (ratio $ratio) exceeds 3 x lost + 50 + 15 % of tx ($G)" \
+			"tx $txA rack_losses $rackA tail_loss_probes $tlpA rto_events $rtoA; hostB duplicate_packets $dupB out_of_order $oooB"
+	fi
+	# Target: retransmissions close to losses.  Spurious retransmissions
+	# from reordering (spraying + RPS on a TCG guest) still exceed it at
+	# low loss: a known, open bug, reported as TAP TODO until fixed.
+	if [ "$retxA" -le $((3 * lost + C)) ]; then
+		t_ok "$desc: selective retransmission: $retxA retransmitted for $lost lost (ratio $ratio, bound $((3 * lost + C)))"
+	else
+		t_todo "$desc: selective retransmission: $retxA retransmitted for $lost lost (ratio $ratio) exceeds 3 x lost + $C" \
+			"spurious retransmissions under reordering (issue: RC transport)" \
+			"tx $txA rack_losses $rackA tail_loss_probes $tlpA rto_events $rtoA; hostB duplicate_packets $dupB out_of_order $oooB"
+	fi
+	# duplicates at B come from A's retransmissions (no netem duplication here)
+	if [ "$dupB" -le $((retxA + C)) ]; then
+		t_ok "$desc: duplicate_packets at hostB modest ($dupB <= retransmitted $retxA + $C)"
+	else
+		t_fail "$desc: duplicate_packets at hostB modest" "$dupB duplicates for $retxA retransmissions"
+	fi
+}
+
+DATA_OPS=--ops=send,send_imm,write,write_imm
+
+# --- self-test: the checker catches damage ------------------------------------------
+# --corrupt N damages op N of the client's stream (payload byte, immediate,
+# or the READ/atomic result as it lands): the run must fail, naming it.
+selftest() { # DESC PATTERN ARGS...
+	local desc=$1 pat=$2 rc=0
+	shift 2
+	rc_verify --timeout 60 --log /tmp/self --corrupt 25 -S 7 -q 1 -n 60 "$@" || rc=$?
+	if [ "$rc" -ne 0 ] && grep -q -E "ERROR: .*$pat" /tmp/self.cli /tmp/self.srv; then
+		t_ok "self-test: $desc is detected ($(grep -h -o -E "ERROR: .*$pat" /tmp/self.cli /tmp/self.srv | head -n 1 | cut -c1-90)...)"
+	else
+		t_fail "self-test: $desc is detected" "exit $rc" "$(grep -h -E 'ERROR|self-test|RESULT' /tmp/self.cli /tmp/self.srv)"
+	fi
+}
+selftest "a damaged SEND/WRITE payload" "(payload|data) wrong" --ops=send,write -s 64K
+selftest "a wrong immediate" "imm_data" --ops=write_imm,send_imm -s 0
+selftest "a damaged READ result" "READ data wrong" --ops=read -s 64K
+selftest "a damaged atomic result" "original value" --ops=atomic
+
+# --- lossless baselines ------------------------------------------------------------
+lcase "0 % loss, hostA->hostB sends/writes" - - zero -- \
+	--dir c2s "$DATA_OPS" -q 2 -s 256K -n 300
+lcase "0 % loss, both directions, all ops, 1 MiB" - - report -- \
+	-q 4 -s 1M -n 120
+
+# --- loss on the data direction (towards hostB) -------------------------------------
+lcase "1 % loss on the data direction" "loss 1%" - data -- \
+	--dir c2s "$DATA_OPS" -q 2 -s 256K -n 300
+lcase "10 % loss on the data direction" "loss 10%" - data -- \
+	--dir c2s "$DATA_OPS" -q 2 -s 16K -n 300
+
+# --- loss on the ACK direction (towards hostA) --------------------------------------
+lcase "1 % loss on the ACK direction" - "loss 1%" ack -- \
+	--dir c2s "$DATA_OPS" -q 2 -s 256K -n 300
+lcase "10 % loss on the ACK direction" - "loss 10%" ack -- \
+	--dir c2s "$DATA_OPS" -q 2 -s 16K -n 300
+
+# --- READ and atomics under loss, both directions at once ---------------------------
+lcase "1 % loss both ways, all ops, both directions" "loss 1%" "loss 1%" report -- \
+	-q 2 -s 64K -n 300
+lcase "10 % loss both ways, all ops, both directions" "loss 10%" "loss 10%" report -- \
+	-q 2 -s 8K -n 200
+
+# --- reordering and duplication -------------------------------------------------------
+lcase "reordering (delay 1ms reorder 30% 50%) both ways, all ops" \
+	"delay 1ms reorder 30% 50%" "delay 1ms reorder 30% 50%" report -- \
+	-q 2 -s 64K -n 300
+lcase "duplication 5 % both ways, all ops" "duplicate 5%" "duplicate 5%" report -- \
+	-q 2 -s 64K -n 300
+dupB=$(rc_delta b0 b1 duplicate_packets)
+if [ "$dupB" -gt 0 ]; then
+	t_ok "netem duplicates are counted as duplicate_packets ($dupB at hostB)"
+else
+	t_fail "netem duplicates are counted as duplicate_packets" "0 at hostB"
+fi
+
+# --- outages mid-run ------------------------------------------------------------------
+lcase "50 ms outage towards hostB mid-run" - - report \
+	--bg "link_outage $SW $PB 50" -- -q 2 -s 64K -D 5
+lcase "1 s outage towards hostA mid-run" - - report \
+	--bg "link_outage $SW $PA 1000" -- -q 2 -s 64K -D 5
+t_diag "over the ratio-checked cases: $TOTAL_RETX retransmitted for $TOTAL_LOST lost"
+
+bad=$(rc_dmesg_bad)
+if [ -z "$bad" ]; then t_ok "no kernel warnings"; else t_fail "no kernel warnings" "$bad"; fi
+t_summary
