@@ -188,7 +188,6 @@ void mrc_mr_put(struct mrc_mr *mr)
  */
 int mrc_mr_copy(struct mrc_mr *mr, u64 va, void *buf, u32 len, bool to_mr)
 {
-
 	if (!len)
 		return 0;
 	if (mr->type == MRC_MR_DMA) {

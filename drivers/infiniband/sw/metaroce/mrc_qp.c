@@ -282,6 +282,7 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 {
 	struct mrc_qp *qp = to_mqp(ibqp);
 	enum ib_qp_state cur, new;
+	u32 steps;
 	int err = 0;
 
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
@@ -391,8 +392,8 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			qp->tx.wnd = mrc_cc_wnd(&qp->cc);
 			mrc_rtt_init(&qp->tx.rtt, mrc_rto_init_us,
 				     mrc_rto_min_us, 4000000);
-			qp->tx.reo_steps_min = rounddown_pow_of_two(
-				clamp_val(mrc_reo_steps, 1, MRC_REO_STEPS_MAX));
+			steps = clamp_val(mrc_reo_steps, 1, MRC_REO_STEPS_MAX);
+			qp->tx.reo_steps_min = rounddown_pow_of_two(steps);
 			qp->tx.reo_steps = qp->tx.reo_steps_min;
 			qp->rnr_left = qp->rnr_retry;
 		}
