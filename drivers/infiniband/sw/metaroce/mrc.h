@@ -542,6 +542,8 @@ int mrc_net_attach(struct mrc_dev *mdev);
 void mrc_net_detach(struct mrc_dev *mdev);
 struct sk_buff *mrc_skb_alloc(struct mrc_qp *qp, u32 hdr_len, u32 pay_len);
 void mrc_xmit(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
+void mrc_pkt_init(struct mrc_qp *qp, struct mrc_pkt *p, u8 op, u32 psn,
+		  u32 now);
 void mrc_queue_pkt(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
 void mrc_flush_txq(struct mrc_qp *qp);
 u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid);

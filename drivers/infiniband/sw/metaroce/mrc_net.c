@@ -332,6 +332,18 @@ void mrc_xmit(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
 	mrc_xmit4(qp, skb, sport);
 }
 
+/* a header to the QP's peer: everything but the base fields zeroed */
+void mrc_pkt_init(struct mrc_qp *qp, struct mrc_pkt *p, u8 op, u32 psn,
+		  u32 now)
+{
+	memset(p, 0, sizeof(*p));
+	p->opcode = op;
+	p->dqpn = qp->dest_qpn;
+	p->sqpn = qp->ibqp.qp_num;
+	p->psn = psn;
+	p->tsval = now;
+}
+
 /* queue a built packet; sent by mrc_flush_txq() once qp->lock is dropped */
 void mrc_queue_pkt(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
 {

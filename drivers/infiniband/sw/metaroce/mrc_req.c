@@ -116,17 +116,6 @@ static u8 mrc_swqe_load(struct mrc_qp *qp, u32 idx)
 	return IB_WC_SUCCESS;
 }
 
-static void mrc_fill_base(struct mrc_qp *qp, struct mrc_pkt *p, u8 op,
-			  u32 psn, u32 now)
-{
-	memset(p, 0, sizeof(*p));
-	p->opcode = op;
-	p->dqpn = qp->dest_qpn;
-	p->sqpn = qp->ibqp.qp_num;
-	p->psn = psn;
-	p->tsval = now;
-}
-
 /*
  * Build the packet for PSN @psn of WQE @s (a READ request asks for @n
  * response segments from there).  Return: 0, or an IB_WC_* error.
@@ -141,7 +130,7 @@ static int mrc_build_req(struct mrc_qp *qp, struct mrc_swqe *s, u32 psn,
 	struct mrc_pkt p;
 	int err;
 
-	mrc_fill_base(qp, &p, s->op, psn, now);
+	mrc_pkt_init(qp, &p, s->op, psn, now);
 	p.pmtu_shift = s->shift;
 	if (retx)
 		p.flags |= MRC_F_RETX;

@@ -24,12 +24,7 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 	struct sk_buff *skb;
 	struct mrc_pkt p;
 
-	memset(&p, 0, sizeof(p));
-	p.opcode = MRC_OP_ACK;
-	p.dqpn = qp->dest_qpn;
-	p.sqpn = qp->ibqp.qp_num;
-	p.psn = qp->rx.nxt;
-	p.tsval = now;
+	mrc_pkt_init(qp, &p, MRC_OP_ACK, qp->rx.nxt, now);
 	p.ack.syndrome = syndrome;
 	p.ack.nak_psn = syndrome == MRC_SYN_ACK ? 0 : nak_psn;
 	p.ack.rnr_timer = syndrome == MRC_SYN_RNR ? qp->min_rnr_timer : 0;
@@ -473,12 +468,8 @@ static bool mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 	struct sk_buff *skb;
 	struct mrc_pkt p;
 
-	memset(&p, 0, sizeof(p));
-	p.opcode = MRC_OP_READ_RESP;
-	p.dqpn = qp->dest_qpn;
-	p.sqpn = qp->ibqp.qp_num;
-	p.psn = e->psn + (e->done >> e->shift);
-	p.tsval = now;
+	mrc_pkt_init(qp, &p, MRC_OP_READ_RESP,
+		     e->psn + (e->done >> e->shift), now);
 	p.pmtu_shift = e->shift;
 	p.pay_len = pay;
 	p.hdr_len = hlen;
@@ -504,12 +495,7 @@ static bool mrc_emit_atomic(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 	struct sk_buff *skb;
 	struct mrc_pkt p;
 
-	memset(&p, 0, sizeof(p));
-	p.opcode = MRC_OP_ATOMIC_RESP;
-	p.dqpn = qp->dest_qpn;
-	p.sqpn = qp->ibqp.qp_num;
-	p.psn = e->psn;
-	p.tsval = now;
+	mrc_pkt_init(qp, &p, MRC_OP_ATOMIC_RESP, e->psn, now);
 	p.pmtu_shift = qp->pmtu_shift;
 	p.hdr_len = hlen;
 	p.aresp.orig = e->orig;
