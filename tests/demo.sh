@@ -60,5 +60,8 @@ for d in mrcA mrcB; do
 	}'
 done
 echo
-echo "Lost packets are resent one by one (selective retransmission, no go-back-N);"
-echo "out_of_order_packets counts packets placed before an earlier one arrived."
+echo "Lost packets are resent one by one (selective retransmission, no go-back-N)."
+echo "retransmitted_packets also counts resends that reordering made look necessary;"
+echo "the peer's duplicate_packets counts those that were not (a known weakness in"
+echo "this emulated test bed). out_of_order_packets counts packets placed before an"
+echo "earlier one arrived."
