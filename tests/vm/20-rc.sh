@@ -162,6 +162,15 @@ perf_lat write 64
 perf_lat read 64
 perf_lat atomic 8
 
+# --- a QP connected to itself (NCCL's flush QP) and CQ resize -----------------------
+selfqp=$RC_REPO/tests/tools/mrc_selfqp
+[ -x "$selfqp" ] || make -s -C "$RC_REPO/tests/tools" mrc_selfqp >/dev/null 2>&1
+if out=$(in_host "$TOPO_A" timeout 60 "$selfqp" "$RC_DEV_A" "$GID_A" 2>&1); then
+	t_ok "QP connected to itself and CQ resize: ${out#selfqp: ok }"
+else
+	t_fail "QP connected to itself, CQ resize with completions queued" "$out"
+fi
+
 # --- afterwards -------------------------------------------------------------------
 rc_snap c1 "$RC_DEV_A"
 t_diag "$RC_DEV_A at 0 % loss: tx_packets $(rc_delta c0 c1 tx_packets), retransmitted $(rc_delta c0 c1 retransmitted_packets), rack_losses $(rc_delta c0 c1 rack_losses), TLP $(rc_delta c0 c1 tail_loss_probes), RTO $(rc_delta c0 c1 rto_events), duplicates $(rc_delta c0 c1 duplicate_packets), out_of_order $(rc_delta c0 c1 out_of_order_packets)"
