@@ -282,6 +282,13 @@ int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r);
 u32 mrc_tx_detect_loss(struct mrc_tx *tx, u32 now);
 
 /**
+ * mrc_tx_mark_lost() - declare @psn lost (RNR wait over, tail-loss probe,
+ * RTO), so the next retransmission pass resends it.
+ * Return: true if it was outstanding, undelivered and not yet marked.
+ */
+bool mrc_tx_mark_lost(struct mrc_tx *tx, u32 psn);
+
+/**
  * mrc_tx_next_lost() - lowest PSN marked lost at or after *@psn.
  * @tx: scoreboard.
  * @psn: in: where to start (use tx->una for a full scan); out: the PSN.

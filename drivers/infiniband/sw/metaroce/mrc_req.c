@@ -346,18 +346,6 @@ static void mrc_req_fail(struct mrc_qp *qp, u8 status)
 	hrtimer_try_to_cancel(&qp->tx_timer);
 }
 
-static void mrc_tx_mark_lost(struct mrc_tx *tx, u32 psn)
-{
-	struct mrc_tx_slot *sl = &tx->slots[psn & (tx->nslots - 1)];
-
-	if (!mrc_psn_in(psn, tx->una, tx->nxt))
-		return;
-	if (sl->flags & (MRC_TXS_ACKED | MRC_TXS_LOST))
-		return;
-	sl->flags |= MRC_TXS_LOST;
-	tx->lost++;
-}
-
 static bool mrc_can_start(struct mrc_qp *qp, struct mrc_swqe *s)
 {
 	u32 max_rd = max_t(u32, qp->max_rd_atomic, 1);

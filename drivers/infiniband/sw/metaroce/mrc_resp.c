@@ -120,6 +120,15 @@ static int mrc_rmsg_wqe(struct mrc_qp *qp, u32 rmsn, struct mrc_rmsg **out)
 	return 0;
 }
 
+/* the oldest receive WQE is done: give its RQ slot back (SRQ: taken) */
+static void mrc_rq_retire(struct mrc_qp *qp)
+{
+	if (qp->srq)
+		return;
+	qp->rq_cons++;
+	mrc_ring_store(&qp->rq.hdr->cons, qp->rq_cons);
+}
+
 /* complete, in order, every receive whose message fully arrived */
 static void mrc_resp_complete(struct mrc_qp *qp)
 {
@@ -144,10 +153,7 @@ static void mrc_resp_complete(struct mrc_qp *qp)
 		/* back to the opaque network-order bytes (see mrc_build_req) */
 		c.imm_data = m->has_inv ? m->imm :
 			     (__force u32)cpu_to_be32(m->imm);
-		if (!qp->srq) {
-			qp->rq_cons++;
-			mrc_ring_store(&qp->rq.hdr->cons, qp->rq_cons);
-		}
+		mrc_rq_retire(qp);
 		mrc_cq_post(qp->rcq, &c, m->solicited);
 		memset(m, 0, sizeof(*m));
 		qp->rmsn_base++;
@@ -197,10 +203,7 @@ static bool mrc_resp_check_err(struct mrc_qp *qp)
 		};
 
 		mrc_cq_post(qp->rcq, &c, false);
-		if (!qp->srq) {
-			qp->rq_cons++;
-			mrc_ring_store(&qp->rq.hdr->cons, qp->rq_cons);
-		}
+		mrc_rq_retire(qp);
 		memset(m, 0, sizeof(*m));
 		qp->rmsn_base++;
 	}

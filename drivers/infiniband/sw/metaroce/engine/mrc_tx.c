@@ -235,19 +235,27 @@ static void mrc_tx_spurious(struct mrc_tx *tx)
 	mrc_tx_update_reo_wnd(tx);
 }
 
-static void mrc_tx_mark_all_lost(struct mrc_tx *tx)
+bool mrc_tx_mark_lost(struct mrc_tx *tx, u32 psn)
 {
 	struct mrc_tx_slot *s;
+
+	if (!mrc_psn_in(psn, tx->una, tx->nxt))
+		return false;
+	s = mrc_tx_slot_rw(tx, psn);
+	if (s->flags & (MRC_TXS_ACKED | MRC_TXS_LOST))
+		return false;
+	s->flags |= MRC_TXS_LOST;
+	s->flags &= ~MRC_TXS_RACK;
+	tx->lost++;
+	return true;
+}
+
+static void mrc_tx_mark_all_lost(struct mrc_tx *tx)
+{
 	u32 psn;
 
-	for (psn = tx->una; psn != tx->nxt; psn++) {
-		s = mrc_tx_slot_rw(tx, psn);
-		if (s->flags & (MRC_TXS_ACKED | MRC_TXS_LOST))
-			continue;
-		s->flags |= MRC_TXS_LOST;
-		s->flags &= ~MRC_TXS_RACK;
-		tx->lost++;
-	}
+	for (psn = tx->una; psn != tx->nxt; psn++)
+		mrc_tx_mark_lost(tx, psn);
 }
 
 /*
@@ -514,7 +522,6 @@ static bool mrc_tx_failed(const struct mrc_tx *tx, u32 now, u32 retry_cnt,
 enum mrc_tx_timer_action mrc_tx_on_timer(struct mrc_tx *tx, u32 now,
 					 u32 retry_cnt, u32 fail_after)
 {
-	struct mrc_tx_slot *s;
 	u32 psn, due;
 
 	if (tx->una == tx->nxt)
@@ -535,15 +542,10 @@ enum mrc_tx_timer_action mrc_tx_on_timer(struct mrc_tx *tx, u32 now,
 		} else {
 			/* resend the oldest PSN only, see mrc_tx_frto() */
 			for (psn = tx->una; psn != tx->nxt; psn++) {
-				s = mrc_tx_slot_rw(tx, psn);
-				if (s->flags & MRC_TXS_ACKED)
-					continue;
-				if (!(s->flags & MRC_TXS_LOST)) {
-					s->flags |= MRC_TXS_LOST;
-					s->flags &= ~MRC_TXS_RACK;
-					tx->lost++;
+				if (!(mrc_tx_slot(tx, psn)->flags & MRC_TXS_ACKED)) {
+					mrc_tx_mark_lost(tx, psn);
+					break;
 				}
-				break;
 			}
 			tx->frto = true;
 		}
