@@ -429,6 +429,12 @@ void mrc_ackc_sent(struct mrc_ackc *c);
  * @dec_valid: @last_dec holds a time.
  * @slow_start: grow by one packet per packet ACKed until the first cut.
  * @decreases: window reductions, a counter.
+ * @ecn_decreases: those of them caused by ECN marks.
+ * @alpha: moving marked fraction, MRC_CC_ALPHA_ONE = all packets marked.
+ * @win_acked: packets ACKed in the current ECN observation window.
+ * @win_ce: CE marks reported in it.
+ * @win_end: when it ends (valid with @win_valid).
+ * @win_valid: an observation window is open.
  */
 struct mrc_cc {
 	u32 cwnd;
@@ -440,13 +446,34 @@ struct mrc_cc {
 	bool dec_valid;
 	bool slow_start;
 	u64 decreases;
+	u64 ecn_decreases;
+	u32 alpha;
+	u32 win_acked;
+	u32 win_ce;
+	u32 win_end;
+	bool win_valid;
 };
+
+#define MRC_CC_ALPHA_ONE	1024u
 
 void mrc_cc_init(struct mrc_cc *cc, u32 init, u32 min, u32 max,
 		 u32 target_us);
 /* an ACK delivered @newly_acked PSNs with RTT sample @rtt (0: none) */
 void mrc_cc_on_ack(struct mrc_cc *cc, u32 now, u32 newly_acked, u32 rtt,
 		   u32 srtt);
+/**
+ * mrc_cc_on_ecn() - ECN feedback of one ACK (DCTCP style).
+ * @cc: window.
+ * @now: current time.
+ * @acked: packets the ACK covers (newly delivered).
+ * @ce: how many of them the receiver saw CE marked.
+ * @srtt: smoothed RTT; the marked fraction is taken once per @srtt.
+ *
+ * alpha tracks the marked fraction (gain 1/16); at the end of an
+ * observation window that saw marks the window shrinks by alpha / 2,
+ * at most once per @srtt (shared with the delay cut).
+ */
+void mrc_cc_on_ecn(struct mrc_cc *cc, u32 now, u32 acked, u32 ce, u32 srtt);
 void mrc_cc_on_rto(struct mrc_cc *cc, u32 now);
 
 /* the window in whole packets */
@@ -454,6 +481,199 @@ static inline u32 mrc_cc_wnd(const struct mrc_cc *cc)
 {
 	return cc->cwnd >> 8;
 }
+
+/* ---- path selection (entropies) ---- */
+
+#define MRC_PATH_MAX		256	/* entropies per QP */
+#define MRC_PATH_PORT_BASE	0xc000	/* fresh ports: 0xc000..0xffff */
+#define MRC_PATH_PORT_MASK	0x3fff
+#define MRC_PATH_SKIP_US	1000	/* default skip after ECN, delay or loss */
+#define MRC_PATH_DELAY_MIN_US	200	/* RTT excess over the average that counts */
+#define MRC_PATH_LOSS_RETIRE	2	/* losses per epoch that retire an entropy */
+#define MRC_PATH_CE_RETIRE	4	/* CE echoes per epoch that retire one */
+#define MRC_PATH_EPOCH_PKTS	64	/* an entropy's own packets per epoch */
+
+/**
+ * struct mrc_path_ent - one entropy (UDP source port) and its record.
+ * @port: the UDP source port.
+ * @skipping: not to be used before @skip_until.
+ * @skip_until: end of the skip.
+ * @sent: packets sent in the current epoch.
+ * @losses: losses charged in the current epoch (halved each epoch).
+ * @ce: CE echoes in the current epoch (halved each epoch).
+ * @rtt: smoothed RTT of ACKs triggered through it (0: no sample yet).
+ * @pkts: packets sent since it was (re)drawn.
+ */
+struct mrc_path_ent {
+	u16 port;
+	bool skipping;
+	u32 skip_until;
+	u32 sent;
+	u32 losses;
+	u32 ce;
+	u32 rtt;
+	u64 pkts;
+};
+
+/**
+ * struct mrc_path - a QP's set of entropies.
+ * @ents: caller-provided array of @n entries.
+ * @n: set size, 1..MRC_PATH_MAX (1: a single path).
+ * @cursor: next entry of the current round.
+ * @round_left: entries left in the current round.
+ * @rng: xorshift state (seeded by the caller).
+ * @aware: judge entropies (skip and retire); false: plain round robin.
+ * @skip_us: how long a marked, slow or lossy entropy is skipped.
+ * @delay_min_us: smallest RTT excess over the set's average that skips.
+ * @loss_retire: losses within an epoch that retire an entropy.
+ * @ce_retire: CE echoes within an epoch that retire an entropy.
+ * @epoch_pkts: an entropy's packets per epoch (its evidence halves after).
+ * @rtt_sum: sum of the entries' @rtt that have one.
+ * @rtt_n: how many have one.
+ * @switches: picks that passed over an entropy being skipped.
+ * @retired: entropies replaced with a fresh port.
+ * @ce_echoes: CE-marked ACK triggers seen.
+ * @delay_skips: entropies skipped for standing above the average RTT.
+ * @losses: losses charged.
+ * @last: index of the entry the last mrc_path_pick() returned.
+ */
+struct mrc_path {
+	struct mrc_path_ent *ents;
+	u32 n;
+	u32 cursor;
+	u32 round_left;
+	u32 rng;
+	bool aware;
+	u32 skip_us;
+	u32 delay_min_us;
+	u32 loss_retire;
+	u32 ce_retire;
+	u32 epoch_pkts;
+	u64 rtt_sum;
+	u32 rtt_n;
+	u64 switches;
+	u64 retired;
+	u64 ce_echoes;
+	u64 delay_skips;
+	u64 losses;
+	u32 last;
+};
+
+/**
+ * mrc_path_init() - draw @n distinct random ports from @seed.
+ * @p: the set.
+ * @ents: @n entries (clamped to 1..MRC_PATH_MAX).
+ * @n: set size.
+ * @seed: randomness; two QPs should get different seeds.
+ * @aware: judge entropies from feedback (path_aware).
+ */
+void mrc_path_init(struct mrc_path *p, struct mrc_path_ent *ents, u32 n,
+		   u32 seed, bool aware);
+/**
+ * mrc_path_pick() - the port for the next packet.
+ * @p: the set.
+ * @now: current time.
+ * @avoid: a port not to use if there is another (a lost packet's), or 0.
+ *
+ * Round robin over the entropies not being skipped; when all are skipped,
+ * round robin over all of them.
+ */
+u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid);
+/**
+ * mrc_path_on_ack() - feedback of an ACK triggered by a packet on @port.
+ * @p: the set.
+ * @port: the ACK's entropy field.
+ * @ce: that packet was CE marked.
+ * @rtt: RTT sample from it (0: none).
+ * @now: current time.
+ */
+void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now);
+/* a packet sent on @port was declared lost */
+void mrc_path_on_loss(struct mrc_path *p, u16 port, u32 now);
+/* index of @port in the set, or -1 */
+int mrc_path_index(const struct mrc_path *p, u16 port);
+
+/* ---- receiver credits ---- */
+
+/**
+ * struct mrc_credit - receiver-side credit pool of one device.
+ * @pool: packets all active senders together may have outstanding
+ *	towards this receiver, 8 fractional bits.
+ * @pool_min: floor of the pool in packets (per active flow: 2).
+ * @pool_max: ceiling of the pool in packets.
+ * @target_us: queueing delay the pool allows in front of the receiver.
+ * @epoch_us: how often the pool and the active-flow count are updated.
+ * @epoch_start: start of the current epoch.
+ * @epoch_id: number of the current epoch.
+ * @started: @epoch_start is valid.
+ * @active: flows that delivered data in the last epoch (>= 1).
+ * @seen: flows seen so far in this epoch.
+ * @qmin: smallest queueing delay seen in this epoch (valid if @q_valid).
+ * @q_valid: @qmin holds a sample.
+ * @samples: packets seen in this epoch.
+ * @cuts: pool reductions, a counter.
+ */
+struct mrc_credit {
+	u32 pool;
+	u32 pool_min;
+	u32 pool_max;
+	u32 target_us;
+	u32 epoch_us;
+	u32 epoch_start;
+	u32 epoch_id;
+	bool started;
+	u32 active;
+	u32 seen;
+	u32 qmin;
+	bool q_valid;
+	u32 samples;
+	u64 cuts;
+};
+
+/**
+ * struct mrc_credit_flow - receiver-side record of one sending QP.
+ * @owd_min: smallest one-way delay (arrival - sender timestamp, on two
+ *	unsynchronised clocks: only differences matter) in this window.
+ * @owd_prev: the smallest of the previous window.
+ * @win: window number of @owd_min (windows of MRC_CREDIT_OWD_EPOCHS).
+ * @valid: @owd_min holds a sample.
+ * @epoch_id: last epoch this flow was counted in.
+ * @counted: @epoch_id is valid.
+ */
+struct mrc_credit_flow {
+	u32 owd_min;
+	u32 owd_prev;
+	u32 win;
+	bool valid;
+	u32 epoch_id;
+	bool counted;
+};
+
+#define MRC_CREDIT_OWD_EPOCHS	2048	/* base delay forgotten after 2 windows */
+#define MRC_CREDIT_MIN_FLOW	2	/* packets a flow always gets */
+#define MRC_CREDIT_MIN_SAMPLES	8	/* packets an epoch needs to cut */
+
+void mrc_credit_init(struct mrc_credit *c, u32 pool_min, u32 pool_max,
+		     u32 target_us, u32 epoch_us);
+void mrc_credit_flow_init(struct mrc_credit_flow *f);
+/**
+ * mrc_credit_on_data() - a data packet of @f arrived.
+ * @c: the device's pool.
+ * @f: the sending QP's record.
+ * @now: arrival time.
+ * @tsval: the packet's sender timestamp.
+ *
+ * Queueing delay is this packet's one-way delay minus the flow's
+ * smallest.  Once per epoch: with one active flow the pool is full;
+ * otherwise it shrinks in proportion to how far the epoch's smallest
+ * queueing delay is over @target_us (at most by half, and only if the
+ * epoch saw MRC_CREDIT_MIN_SAMPLES packets), or grows by an eighth (at
+ * least one packet per active flow).
+ */
+void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
+			u32 now, u32 tsval);
+/* packets the flow may have outstanding: its fair share of the pool */
+u32 mrc_credit_grant(const struct mrc_credit *c);
 
 /* ---- receive-side placement checks ---- */
 

@@ -14,6 +14,12 @@
  * loss is repaired by selective retransmission and must not shrink the
  * window (Mathis).  Only an RTO, which means the path delivered nothing
  * for a while, cuts the window by max_mdf.
+ *
+ * ECN marks (CE on the way in, echoed in ACKs) are the switches' own word
+ * on their queues and are taken as in DCTCP: alpha follows the marked
+ * fraction per RTT with gain 1/16, and a window that saw marks is cut by
+ * alpha / 2 at its end.  A delay cut and an ECN cut share the once per
+ * RTT limit.
  */
 #include <metaroce/mrc_engine.h>
 
@@ -35,6 +41,8 @@ void mrc_cc_init(struct mrc_cc *cc, u32 init, u32 min, u32 max, u32 target_us)
 	cc->cwnd = init * MRC_CC_ONE;
 	cc->target_us = target_us;
 	cc->slow_start = true;
+	/* no history yet: the first marks count in full */
+	cc->alpha = MRC_CC_ALPHA_ONE;
 }
 
 static void mrc_cc_clamp(struct mrc_cc *cc)
@@ -86,6 +94,39 @@ void mrc_cc_on_ack(struct mrc_cc *cc, u32 now, u32 newly_acked, u32 rtt,
 		cut = MRC_CC_MAX_MDF;
 	factor = MRC_CC_ONE - cut;
 	mrc_cc_decrease(cc, factor, now);
+}
+
+void mrc_cc_on_ecn(struct mrc_cc *cc, u32 now, u32 acked, u32 ce, u32 srtt)
+{
+	u32 frac, cut;
+
+	if (ce > acked)
+		acked = ce;	/* marks on packets a lost ACK covered */
+	if (!cc->win_valid) {
+		cc->win_valid = true;
+		cc->win_end = now + (srtt ? srtt : 1);
+	}
+	cc->win_acked += acked;
+	cc->win_ce += ce;
+	if (mrc_time_before(now, cc->win_end) || !cc->win_acked)
+		return;
+
+	frac = (u32)mrc_div_u64((u64)cc->win_ce * MRC_CC_ALPHA_ONE,
+				cc->win_acked);
+	cc->alpha = cc->alpha - (cc->alpha >> 4) + (frac >> 4);
+	if (cc->win_ce &&
+	    !(cc->dec_valid && now - cc->last_dec < srtt)) {
+		cut = cc->alpha * MRC_CC_ONE / (2 * MRC_CC_ALPHA_ONE);
+		if (cut > MRC_CC_MAX_MDF)
+			cut = MRC_CC_MAX_MDF;
+		if (cut) {
+			mrc_cc_decrease(cc, MRC_CC_ONE - cut, now);
+			cc->ecn_decreases++;
+		}
+	}
+	cc->win_acked = 0;
+	cc->win_ce = 0;
+	cc->win_end = now + (srtt ? srtt : 1);
 }
 
 void mrc_cc_on_rto(struct mrc_cc *cc, u32 now)

@@ -65,7 +65,65 @@ static void mrc_cc_ignores_loss_cuts_on_rto(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 1u);
 }
 
+/* DCTCP-style: the cut follows the marked fraction, once per RTT */
+static void mrc_cc_ecn_fraction(struct kunit *test)
+{
+	struct mrc_cc cc;
+	u32 w;
+
+	mrc_cc_init(&cc, 100, 2, 512, 500);
+	/* no marks: alpha decays, nothing is cut */
+	mrc_cc_on_ecn(&cc, 0, 10, 0, 1000);
+	mrc_cc_on_ecn(&cc, 1000, 10, 0, 1000);
+	KUNIT_EXPECT_EQ(test, cc.decreases, 0u);
+	KUNIT_EXPECT_EQ(test, cc.alpha, 1024u - 64);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 100u);
+
+	/* every packet marked for a window: cut by about alpha / 2 */
+	mrc_cc_on_ecn(&cc, 1500, 10, 10, 1000);
+	KUNIT_EXPECT_EQ(test, cc.decreases, 0u);	/* window still open */
+	mrc_cc_on_ecn(&cc, 2000, 10, 10, 1000);
+	KUNIT_EXPECT_EQ(test, cc.ecn_decreases, 1u);
+	KUNIT_EXPECT_EQ(test, cc.alpha, 960u - 60 + 64);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 100u * (256 - 120) / 256);
+	KUNIT_EXPECT_FALSE(test, cc.slow_start);
+
+	/* a low fraction: alpha falls, later cuts are smaller */
+	w = mrc_cc_wnd(&cc);
+	mrc_cc_init(&cc, 100, 2, 512, 500);
+	cc.alpha = 64;				/* about 6 % marked lately */
+	mrc_cc_on_ecn(&cc, 0, 99, 1, 1000);
+	mrc_cc_on_ecn(&cc, 1000, 1, 0, 1000);
+	KUNIT_EXPECT_EQ(test, cc.ecn_decreases, 1u);
+	KUNIT_EXPECT_GT(test, mrc_cc_wnd(&cc), w);
+	KUNIT_EXPECT_GE(test, mrc_cc_wnd(&cc), 96u);
+}
+
+/* a delay cut and an ECN cut in the same RTT: only one */
+static void mrc_cc_ecn_shares_rtt_limit(struct kunit *test)
+{
+	struct mrc_cc cc;
+
+	mrc_cc_init(&cc, 100, 2, 512, 500);
+	mrc_cc_on_ack(&cc, 0, 1, 1000, 1000);		/* base 1000 */
+	mrc_cc_on_ack(&cc, 5000, 1, 3000, 1000);	/* delay cut */
+	KUNIT_EXPECT_EQ(test, cc.decreases, 1u);
+	mrc_cc_on_ecn(&cc, 5100, 10, 10, 50);
+	mrc_cc_on_ecn(&cc, 5200, 10, 10, 1000);	/* window over, RTT not */
+	KUNIT_EXPECT_EQ(test, cc.decreases, 1u);
+	mrc_cc_on_ecn(&cc, 6200, 10, 10, 1000);
+	KUNIT_EXPECT_EQ(test, cc.decreases, 2u);
+	KUNIT_EXPECT_EQ(test, cc.ecn_decreases, 1u);
+	/* marks reported for packets a lost ACK covered still count */
+	mrc_cc_init(&cc, 100, 2, 512, 500);
+	mrc_cc_on_ecn(&cc, 0, 0, 3, 1000);
+	mrc_cc_on_ecn(&cc, 1000, 0, 0, 1000);
+	KUNIT_EXPECT_EQ(test, cc.ecn_decreases, 1u);
+}
+
 static struct kunit_case mrc_cc_cases[] = {
+	KUNIT_CASE(mrc_cc_ecn_fraction),
+	KUNIT_CASE(mrc_cc_ecn_shares_rtt_limit),
 	KUNIT_CASE(mrc_cc_grows_below_target),
 	KUNIT_CASE(mrc_cc_cuts_in_proportion_once_per_rtt),
 	KUNIT_CASE(mrc_cc_ignores_loss_cuts_on_rto),

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Path selection: which UDP source port (entropy) the next packet of a QP
+ * uses.  ECMP switches hash the port, so each entropy is a path the
+ * sender cannot see but can judge from what comes back on it:
+ *
+ * - ACKs name the entropy of the packet that triggered them and carry its
+ *   CE mark and an RTT sample.  A CE-marked entropy, or one whose
+ *   smoothed RTT stands well above the average of the set, is skipped
+ *   for a while (skip_us); the others keep carrying traffic ("mining"
+ *   the clean ones).
+ * - Losses are charged to the entropy the lost packet went out on.  An
+ *   entropy with loss_retire losses (or ce_retire marks) within its last
+ *   epoch_pkts packets is retired: it gets a fresh random port, i.e. a
+ *   fresh draw of the ECMP hash.  That fresh draw is also how a failed
+ *   path is probed again later: a new port that hashes onto it is judged
+ *   like any other and kept only if it stays clean.
+ *
+ * Rounds visit every usable entropy once, starting at a random offset so
+ * that coalesced ACKs (one per ack_every packets) sample every entropy,
+ * not the same few.
+ */
+#include <metaroce/mrc_engine.h>
+
+#include "mrc_engine_int.h"
+
+/* xorshift32: the only randomness the engine needs, seeded by the caller */
+static u32 mrc_path_rand(struct mrc_path *p)
+{
+	u32 x = p->rng ? p->rng : 0x9e3779b9u;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	p->rng = x;
+	return x;
+}
+
+static bool mrc_path_has_port(const struct mrc_path *p, u16 port)
+{
+	u32 i;
+
+	for (i = 0; i < p->n; i++)
+		if (p->ents[i].port == port)
+			return true;
+	return false;
+}
+
+/* a port in MRC_PATH_PORT_BASE.., not in use by this set (best effort) */
+static u16 mrc_path_fresh_port(struct mrc_path *p)
+{
+	u16 port = 0;
+	int tries;
+
+	for (tries = 0; tries < 16; tries++) {
+		port = MRC_PATH_PORT_BASE |
+		       (mrc_path_rand(p) & MRC_PATH_PORT_MASK);
+		if (!mrc_path_has_port(p, port))
+			break;
+	}
+	return port;
+}
+
+static void mrc_path_ent_reset(struct mrc_path_ent *e, u16 port)
+{
+	memset(e, 0, sizeof(*e));
+	e->port = port;
+}
+
+void mrc_path_init(struct mrc_path *p, struct mrc_path_ent *ents, u32 n,
+		   u32 seed, bool aware)
+{
+	u32 i;
+
+	memset(p, 0, sizeof(*p));
+	p->ents = ents;
+	p->rng = seed;
+	p->aware = aware;
+	p->skip_us = MRC_PATH_SKIP_US;
+	p->delay_min_us = MRC_PATH_DELAY_MIN_US;
+	p->loss_retire = MRC_PATH_LOSS_RETIRE;
+	p->ce_retire = MRC_PATH_CE_RETIRE;
+	p->epoch_pkts = MRC_PATH_EPOCH_PKTS;
+	if (n < 1)
+		n = 1;
+	if (n > MRC_PATH_MAX)
+		n = MRC_PATH_MAX;
+	for (i = 0; i < n; i++) {
+		/* p->n grows with the loop, so fresh_port sees the set so far */
+		mrc_path_ent_reset(&ents[i], 0);
+		p->n = i;
+		ents[i].port = mrc_path_fresh_port(p);
+	}
+	p->n = n;
+	p->round_left = n;
+	p->cursor = mrc_path_rand(p) % n;
+}
+
+static struct mrc_path_ent *mrc_path_find(struct mrc_path *p, u16 port)
+{
+	u32 i;
+
+	for (i = 0; i < p->n; i++)
+		if (p->ents[i].port == port)
+			return &p->ents[i];
+	return NULL;
+}
+
+static void mrc_path_retire(struct mrc_path *p, struct mrc_path_ent *e)
+{
+	if (e->rtt && p->rtt_n) {
+		p->rtt_sum -= e->rtt;
+		p->rtt_n--;
+	}
+	mrc_path_ent_reset(e, mrc_path_fresh_port(p));
+	p->retired++;
+}
+
+static bool mrc_path_usable(const struct mrc_path *p,
+			    const struct mrc_path_ent *e, u32 now)
+{
+	return !p->aware || !e->skipping ||
+	       !mrc_time_before(now, e->skip_until);
+}
+
+/* the next entry of the current round; a new round starts at random */
+static struct mrc_path_ent *mrc_path_step(struct mrc_path *p)
+{
+	struct mrc_path_ent *c;
+
+	if (!p->round_left) {
+		p->round_left = p->n;
+		p->cursor = mrc_path_rand(p) % p->n;
+	}
+	c = &p->ents[p->cursor];
+	p->cursor = p->cursor + 1 == p->n ? 0 : p->cursor + 1;
+	p->round_left--;
+	return c;
+}
+
+u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid)
+{
+	u32 cursor = p->cursor, round_left = p->round_left, rng = p->rng;
+	struct mrc_path_ent *e = NULL;
+	u32 i;
+
+	for (i = 0; i < p->n; i++) {
+		struct mrc_path_ent *c = mrc_path_step(p);
+
+		if ((c->port == avoid && p->n > 1) ||
+		    !mrc_path_usable(p, c, now))
+			continue;
+		e = c;
+		break;
+	}
+	if (e && i)
+		p->switches++;
+	if (!e) {
+		/* all skipped: plain round robin, the window slows down */
+		p->cursor = cursor;
+		p->round_left = round_left;
+		p->rng = rng;
+		e = mrc_path_step(p);
+		if (e->port == avoid && p->n > 1)
+			e = mrc_path_step(p);
+	}
+	if (e->skipping && !mrc_time_before(now, e->skip_until))
+		e->skipping = false;
+	if (++e->sent >= p->epoch_pkts) {
+		/* an epoch of this entropy's packets: old evidence fades */
+		e->sent = 0;
+		e->losses >>= 1;
+		e->ce >>= 1;
+	}
+	e->pkts++;
+	p->last = (u32)(e - p->ents);
+	return e->port;
+}
+
+int mrc_path_index(const struct mrc_path *p, u16 port)
+{
+	u32 i;
+
+	for (i = 0; i < p->n; i++)
+		if (p->ents[i].port == port)
+			return (int)i;
+	return -1;
+}
+
+static void mrc_path_skip(struct mrc_path *p, struct mrc_path_ent *e, u32 now)
+{
+	e->skipping = true;
+	e->skip_until = now + p->skip_us;
+}
+
+void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
+{
+	struct mrc_path_ent *e = mrc_path_find(p, port);
+	u32 avg;
+
+	if (!e)
+		return;		/* retired since, or not ours */
+	if (ce) {
+		p->ce_echoes++;
+		if (!p->aware)
+			return;
+		if (++e->ce >= p->ce_retire) {
+			mrc_path_retire(p, e);
+			return;
+		}
+		mrc_path_skip(p, e, now);
+		return;
+	}
+	if (!rtt)
+		return;
+	/* smoothed per-entropy RTT, gain 1/4; the set's average beside it */
+	if (e->rtt) {
+		p->rtt_sum -= e->rtt;
+		e->rtt = e->rtt - (e->rtt >> 2) + (rtt >> 2);
+		if (!e->rtt)
+			e->rtt = 1;
+	} else {
+		e->rtt = rtt;
+		p->rtt_n++;
+	}
+	p->rtt_sum += e->rtt;
+	if (!p->aware || p->rtt_n < 2)
+		return;
+	avg = (u32)mrc_div_u64(p->rtt_sum, p->rtt_n);
+	/* standing well above its peers: a longer queue on that path */
+	if (e->rtt > avg + avg / 4 && e->rtt - avg > p->delay_min_us) {
+		p->delay_skips++;
+		mrc_path_skip(p, e, now);
+	}
+}
+
+void mrc_path_on_loss(struct mrc_path *p, u16 port, u32 now)
+{
+	struct mrc_path_ent *e = mrc_path_find(p, port);
+
+	if (!e)
+		return;
+	p->losses++;
+	if (!p->aware)
+		return;
+	if (++e->losses >= p->loss_retire) {
+		mrc_path_retire(p, e);
+		return;
+	}
+	mrc_path_skip(p, e, now);
+}
+
+#ifdef MRC_ENGINE_KUNIT
+#include "mrc_path_test.c"
+#endif

@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * KUnit: path selection over entropies.  Included at the end of mrc_path.c.
+ */
+#include <kunit/test.h>
+
+#define PT_N	16
+
+static void mrc_path_init_distinct_ports(struct kunit *test)
+{
+	struct mrc_path_ent ents[PT_N];
+	struct mrc_path p;
+	u32 i, j;
+
+	mrc_path_init(&p, ents, PT_N, 12345, true);
+	KUNIT_EXPECT_EQ(test, p.n, (u32)PT_N);
+	for (i = 0; i < PT_N; i++) {
+		KUNIT_EXPECT_EQ(test, ents[i].port & ~MRC_PATH_PORT_MASK,
+				MRC_PATH_PORT_BASE);
+		for (j = 0; j < i; j++)
+			KUNIT_EXPECT_NE(test, ents[i].port, ents[j].port);
+	}
+	/* out-of-range sizes are clamped, never zero */
+	mrc_path_init(&p, ents, 0, 1, true);
+	KUNIT_EXPECT_EQ(test, p.n, 1u);
+}
+
+/* every round uses each entropy exactly once */
+static void mrc_path_round_robin_even(struct kunit *test)
+{
+	struct mrc_path_ent ents[PT_N];
+	struct mrc_path p;
+	u32 i, round;
+
+	mrc_path_init(&p, ents, PT_N, 99, true);
+	for (round = 0; round < 8; round++)
+		for (i = 0; i < PT_N; i++)
+			mrc_path_pick(&p, 0, 0);
+	for (i = 0; i < PT_N; i++)
+		KUNIT_EXPECT_EQ(test, ents[i].pkts, 8u);
+	KUNIT_EXPECT_EQ(test, p.switches, 0u);
+}
+
+/*
+ * One ACK per 4 packets must still sample every entropy over time: the
+ * rounds start at random offsets.
+ */
+static void mrc_path_acks_sample_all(struct kunit *test)
+{
+	struct mrc_path_ent ents[PT_N];
+	struct mrc_path p;
+	u32 i, k;
+
+	mrc_path_init(&p, ents, PT_N, 7, false);
+	for (k = 0; k < 4 * PT_N * 16; k++) {
+		u16 port = mrc_path_pick(&p, 0, 0);
+
+		if (k % 4 == 3)
+			mrc_path_on_ack(&p, port, false, 100, 0);
+	}
+	for (i = 0; i < PT_N; i++)
+		KUNIT_EXPECT_NE(test, ents[i].rtt, 0u);
+}
+
+static void mrc_path_avoid(struct kunit *test)
+{
+	struct mrc_path_ent ents[2];
+	struct mrc_path p;
+	u32 k;
+
+	mrc_path_init(&p, ents, 2, 5, true);
+	for (k = 0; k < 10; k++)
+		KUNIT_EXPECT_EQ(test, mrc_path_pick(&p, 0, ents[0].port),
+				ents[1].port);
+	/* a single path cannot avoid anything */
+	mrc_path_init(&p, ents, 1, 5, true);
+	KUNIT_EXPECT_EQ(test, mrc_path_pick(&p, 0, ents[0].port), ents[0].port);
+}
+
+static u32 pt_count(struct mrc_path *p, u16 port, u32 npick, u32 now)
+{
+	u32 k, hits = 0;
+
+	for (k = 0; k < npick; k++)
+		if (mrc_path_pick(p, now, 0) == port)
+			hits++;
+	return hits;
+}
+
+/* a CE echo skips the entropy for skip_us, then it is used again */
+static void mrc_path_ce_skips_then_returns(struct kunit *test)
+{
+	struct mrc_path_ent ents[4];
+	struct mrc_path p;
+	u16 marked;
+	u32 i;
+
+	mrc_path_init(&p, ents, 4, 11, true);
+	p.skip_us = 1000;
+	marked = ents[2].port;
+	mrc_path_on_ack(&p, marked, true, 0, 100);
+	KUNIT_EXPECT_EQ(test, p.ce_echoes, 1u);
+	KUNIT_EXPECT_EQ(test, pt_count(&p, marked, 40, 500), 0u);
+	KUNIT_EXPECT_GT(test, p.switches, 0u);
+	/* after the skip it carries its share again */
+	i = pt_count(&p, marked, 40, 1100);
+	KUNIT_EXPECT_GE(test, i, 9u);
+	KUNIT_EXPECT_LE(test, i, 11u);
+	KUNIT_EXPECT_EQ(test, p.retired, 0u);
+}
+
+/* unaware: feedback is counted but changes nothing */
+static void mrc_path_unaware_ignores(struct kunit *test)
+{
+	struct mrc_path_ent ents[4];
+	struct mrc_path p;
+	u16 port;
+	int k;
+
+	mrc_path_init(&p, ents, 4, 11, false);
+	port = ents[1].port;
+	for (k = 0; k < 10; k++) {
+		mrc_path_on_ack(&p, port, true, 0, 0);
+		mrc_path_on_loss(&p, port, 0);
+	}
+	KUNIT_EXPECT_EQ(test, p.ce_echoes, 10u);
+	KUNIT_EXPECT_EQ(test, p.losses, 10u);
+	KUNIT_EXPECT_EQ(test, p.retired, 0u);
+	KUNIT_EXPECT_EQ(test, pt_count(&p, port, 40, 0), 10u);
+}
+
+/* losses retire an entropy: it gets a fresh port, the others stay */
+static void mrc_path_loss_retires(struct kunit *test)
+{
+	struct mrc_path_ent ents[4];
+	u16 before[4];
+	struct mrc_path p;
+	u32 i;
+
+	mrc_path_init(&p, ents, 4, 3, true);
+	for (i = 0; i < 4; i++)
+		before[i] = ents[i].port;
+	mrc_path_on_loss(&p, before[1], 0);
+	KUNIT_EXPECT_EQ(test, p.retired, 0u);
+	KUNIT_EXPECT_TRUE(test, ents[1].skipping);
+	mrc_path_on_loss(&p, before[1], 0);
+	KUNIT_EXPECT_EQ(test, p.retired, 1u);
+	KUNIT_EXPECT_NE(test, ents[1].port, before[1]);
+	KUNIT_EXPECT_FALSE(test, ents[1].skipping);
+	KUNIT_EXPECT_EQ(test, ents[1].losses, 0u);
+	KUNIT_EXPECT_EQ(test, mrc_path_index(&p, before[1]), -1);
+	for (i = 0; i < 4; i++) {
+		if (i != 1)
+			KUNIT_EXPECT_EQ(test, ents[i].port, before[i]);
+	}
+	/* feedback for the retired port is ignored */
+	mrc_path_on_loss(&p, before[1], 0);
+	KUNIT_EXPECT_EQ(test, p.retired, 1u);
+	/* the fresh port is used at once */
+	KUNIT_EXPECT_EQ(test, pt_count(&p, ents[1].port, 40, 0), 10u);
+}
+
+/* isolated losses spread over epochs fade instead of retiring */
+static void mrc_path_isolated_losses_fade(struct kunit *test)
+{
+	struct mrc_path_ent ents[1];
+	struct mrc_path p;
+	u16 port;
+	int e;
+
+	mrc_path_init(&p, ents, 1, 3, true);
+	port = ents[0].port;
+	for (e = 0; e < 5; e++) {
+		mrc_path_on_loss(&p, port, 0);
+		pt_count(&p, port, MRC_PATH_EPOCH_PKTS, 0);
+	}
+	KUNIT_EXPECT_EQ(test, p.retired, 0u);
+	KUNIT_EXPECT_EQ(test, ents[0].port, port);
+}
+
+/* persistent marks retire an entropy as losses do */
+static void mrc_path_ce_retires(struct kunit *test)
+{
+	struct mrc_path_ent ents[4];
+	struct mrc_path p;
+	u16 port;
+	u32 k;
+
+	mrc_path_init(&p, ents, 4, 21, true);
+	port = ents[3].port;
+	for (k = 0; k < MRC_PATH_CE_RETIRE; k++)
+		mrc_path_on_ack(&p, port, true, 0, 0);
+	KUNIT_EXPECT_EQ(test, p.retired, 1u);
+	KUNIT_EXPECT_EQ(test, mrc_path_index(&p, port), -1);
+}
+
+/* a path whose RTT stands above its peers' is skipped */
+static void mrc_path_delay_skip(struct kunit *test)
+{
+	struct mrc_path_ent ents[4];
+	struct mrc_path p;
+	u32 i, k;
+
+	mrc_path_init(&p, ents, 4, 8, true);
+	p.delay_min_us = 200;
+	for (k = 0; k < 8; k++)
+		for (i = 0; i < 3; i++)
+			mrc_path_on_ack(&p, ents[i].port, false, 1000, 0);
+	KUNIT_EXPECT_EQ(test, p.delay_skips, 0u);
+	/* 1100 is within avg + avg/4 */
+	mrc_path_on_ack(&p, ents[3].port, false, 1100, 0);
+	KUNIT_EXPECT_EQ(test, p.delay_skips, 0u);
+	KUNIT_EXPECT_FALSE(test, ents[3].skipping);
+	for (k = 0; k < 8; k++)
+		mrc_path_on_ack(&p, ents[3].port, false, 5000, 0);
+	KUNIT_EXPECT_GT(test, p.delay_skips, 0u);
+	KUNIT_EXPECT_TRUE(test, ents[3].skipping);
+	KUNIT_EXPECT_EQ(test, pt_count(&p, ents[3].port, 30, 10), 0u);
+	/* RTT bookkeeping survives a retire */
+	mrc_path_on_loss(&p, ents[3].port, 0);
+	mrc_path_on_loss(&p, ents[3].port, 0);
+	KUNIT_EXPECT_EQ(test, p.rtt_n, 3u);
+	KUNIT_EXPECT_EQ(test, p.rtt_sum, 3000u);
+}
+
+/* everything skipped: still sends, round robin */
+static void mrc_path_all_skipped(struct kunit *test)
+{
+	struct mrc_path_ent ents[4];
+	struct mrc_path p;
+	u32 i;
+
+	mrc_path_init(&p, ents, 4, 13, true);
+	for (i = 0; i < 4; i++)
+		mrc_path_on_ack(&p, ents[i].port, true, 0, 0);
+	for (i = 0; i < 40; i++)
+		mrc_path_pick(&p, 1, 0);
+	for (i = 0; i < 4; i++)
+		KUNIT_EXPECT_EQ(test, ents[i].pkts, 10u);
+}
+
+/*
+ * A blackholed path in a 4-path fabric: whatever hashes onto it loses
+ * every packet.  Losses retire those entropies and fresh draws land on
+ * the good paths three times out of four, so the set drains off it.
+ */
+static void mrc_path_drains_dead_path(struct kunit *test)
+{
+	struct mrc_path_ent ents[PT_N];
+	struct mrc_path p;
+	u32 k, dead = 0, now = 0;
+
+	mrc_path_init(&p, ents, PT_N, 4242, true);
+	for (k = 0; k < 20000; k++) {
+		u16 port = mrc_path_pick(&p, now, 0);
+
+		now += 10;
+		if ((port & 3) == 2) {		/* the "hash" of path 2 */
+			dead++;
+			mrc_path_on_loss(&p, port, now);
+		} else {
+			mrc_path_on_ack(&p, port, false, 100, now);
+		}
+	}
+	/* from here on at most a sliver reaches the dead path */
+	dead = 0;
+	for (k = 0; k < 4000; k++) {
+		u16 port = mrc_path_pick(&p, now, 0);
+
+		now += 10;
+		if ((port & 3) == 2) {
+			dead++;
+			mrc_path_on_loss(&p, port, now);
+		}
+	}
+	KUNIT_EXPECT_LT(test, dead, 4000u / 20);
+	KUNIT_EXPECT_GT(test, p.retired, 0u);
+}
+
+static struct kunit_case mrc_path_cases[] = {
+	KUNIT_CASE(mrc_path_init_distinct_ports),
+	KUNIT_CASE(mrc_path_round_robin_even),
+	KUNIT_CASE(mrc_path_acks_sample_all),
+	KUNIT_CASE(mrc_path_avoid),
+	KUNIT_CASE(mrc_path_ce_skips_then_returns),
+	KUNIT_CASE(mrc_path_unaware_ignores),
+	KUNIT_CASE(mrc_path_loss_retires),
+	KUNIT_CASE(mrc_path_isolated_losses_fade),
+	KUNIT_CASE(mrc_path_ce_retires),
+	KUNIT_CASE(mrc_path_delay_skip),
+	KUNIT_CASE(mrc_path_all_skipped),
+	KUNIT_CASE(mrc_path_drains_dead_path),
+	{}
+};
+
+static struct kunit_suite mrc_path_suite = {
+	.name = "metaroce_path",
+	.test_cases = mrc_path_cases,
+};
+
+kunit_test_suite(mrc_path_suite);
