@@ -58,7 +58,8 @@ enum mrc_opcode {
 #define MRC_F_LAST		0x08	/* last packet of the message */
 #define MRC_F_IMM		0x10	/* imm field valid */
 #define MRC_F_INV		0x20	/* imm field is an rkey to invalidate */
-#define MRC_F_ALL		0x3f
+#define MRC_F_ORDERED		0x40	/* SEND/WRITE: place only in PSN order */
+#define MRC_F_ALL		0x7f
 
 /* Request extension (SEND, WRITE, READ_REQ), 32 bytes. */
 #define MRC_REQ_LEN		32
@@ -98,14 +99,15 @@ enum mrc_opcode {
 #define MRC_ACK_OFF_DELAY	12	/* be32: microseconds the ACK was held */
 #define MRC_ACK_OFF_CECNT	16	/* be16: CE-marked packets since the last ACK */
 #define MRC_ACK_OFF_ENTROPY	18	/* be16: UDP source port of the trigger */
-#define MRC_ACK_OFF_CREDIT	20	/* be32: receiver credit (reserved, 0) */
+#define MRC_ACK_OFF_CREDIT	20	/* be32: PSNs the sender may have out, 0: no limit */
 #define MRC_ACK_OFF_RSVD	24	/* 8 bytes, zero */
 #define MRC_ACK_OFF_SACK	32	/* be64 words */
 #define MRC_ACK_MAX_SACKW	4	/* 256 PSNs beyond the cumulative ACK */
 
 #define MRC_ACKF_CE		0x01	/* the trigger packet was CE marked */
 #define MRC_ACKF_DUP		0x02	/* the trigger packet was a duplicate */
-#define MRC_ACKF_ALL		0x03
+#define MRC_ACKF_OOO		0x04	/* an ordered packet beyond cum was discarded */
+#define MRC_ACKF_ALL		0x07
 
 /**
  * enum mrc_syndrome - ACK kinds.

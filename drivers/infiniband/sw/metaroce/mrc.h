@@ -64,6 +64,12 @@ extern unsigned int mrc_window;
 extern bool mrc_cc_enable;
 extern unsigned int mrc_cc_target_us;
 extern unsigned int mrc_reo_steps;
+extern bool mrc_path_aware;
+extern bool mrc_ordered;
+extern bool mrc_cc_ecn;
+extern bool mrc_credits;
+extern unsigned int mrc_credit_target_us;
+extern unsigned int mrc_credit_epoch_us;
 extern struct workqueue_struct *mrc_wq;
 
 /* statistic counters, see mrc_stats.c for names */
@@ -91,7 +97,19 @@ enum mrc_stat {
 	MRC_ST_RTT_LAST,
 	MRC_ST_RTT_MIN,
 	MRC_ST_RTT_SRTT,
-	MRC_ST_DROP_BASE,	/* MRC_DROP_NR - 1 counters follow */
+	MRC_ST_PATH_SWITCHES,
+	MRC_ST_PATH_RETIRED,
+	MRC_ST_PATH_DELAY_SKIPS,
+	MRC_ST_ECN_RX,
+	MRC_ST_ECN_ECHO,
+	MRC_ST_CC_ECN_CUTS,
+	MRC_ST_CREDIT_GRANTS,
+	MRC_ST_CREDIT_WAITS,
+	MRC_ST_CREDIT_POOL,
+	MRC_ST_CREDIT_CUTS,
+	MRC_ST_ORDERED_DISCARDS,
+	MRC_ST_PATH_SLOT0,	/* MRC_PATH_SLOTS counters follow */
+	MRC_ST_DROP_BASE = MRC_ST_PATH_SLOT0 + 8,	/* MRC_DROP_NR - 1 counters follow */
 	MRC_ST_NR = MRC_ST_DROP_BASE + MRC_DROP_NR - 1
 };
 
@@ -115,8 +133,13 @@ struct mrc_dev {
 	u32 next_cqn;
 	atomic_t n_pd, n_cq, n_qp, n_mr, n_srq, n_ah;
 	u32 entropies;			/* UDP source ports per QP */
+	bool ordered;			/* one path, in-order placement */
+	spinlock_t credit_lock;		/* credit and every QP's crflow */
+	struct mrc_credit credit;	/* receiver credit pool */
 	atomic64_t stats[MRC_ST_NR];
 };
+
+#define MRC_PATH_SLOTS	8		/* tx_path_slotN counters */
 
 static inline struct mrc_dev *to_mdev(struct ib_device *ibdev)
 {
@@ -380,13 +403,18 @@ struct mrc_qp {
 	struct in6_addr saddr6, daddr6;
 	u8 tos;
 	u8 ttl;
-	u16 sport_base;
-	u32 ent_next;
+	struct mrc_path path;		/* entropies (UDP source ports) */
+	struct mrc_path_ent *path_ents;
+	bool ordered;			/* one path, in-order placement */
 
 	/* requester */
 	struct mrc_tx tx;
 	struct mrc_cc cc;
 	u32 win_max;			/* window limit (module parameter) */
+	u32 credit;			/* the peer's grant, 0: no limit */
+	u32 gbn_psn;			/* last go-back point (ordered) */
+	u32 gbn_ts;
+	bool gbn_valid;
 	struct mrc_tx_slot *tx_slots;
 	u32 smsn;			/* next receive MSN to use for SEND/WRITE_IMM */
 	u32 rd_outstanding;		/* READ/atomic WQEs in flight */
@@ -407,6 +435,9 @@ struct mrc_qp {
 	u32 last_arrival;
 	u16 last_entropy;
 	bool last_ce;
+	bool ooo_nak;			/* OOO ACK sent for the current rx.nxt */
+	u32 ooo_nak_psn;
+	struct mrc_credit_flow crflow;	/* under mdev->credit_lock */
 	u32 rmsn_base;			/* oldest receive message not completed */
 	struct mrc_rmsg *rmsg;		/* window of receive messages */
 	u32 rmsg_n;			/* power of two */

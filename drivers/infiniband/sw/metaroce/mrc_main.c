@@ -54,6 +54,30 @@ unsigned int mrc_reo_steps = 16;
 module_param_named(reo_steps, mrc_reo_steps, uint, 0644);
 MODULE_PARM_DESC(reo_steps, "Starting and smallest RACK reordering window, in steps of max(min_rtt/4, srtt/64), 1..64 (default 16): spraying reorders packets");
 
+bool mrc_path_aware = true;
+module_param_named(path_aware, mrc_path_aware, bool, 0644);
+MODULE_PARM_DESC(path_aware, "Judge each entropy from ECN, RTT and loss feedback: skip congested ones, replace lossy ones (default on; off: plain round robin), read at QP creation");
+
+bool mrc_ordered;
+module_param_named(ordered, mrc_ordered, bool, 0644);
+MODULE_PARM_DESC(ordered, "Ordered mode: one path per QP and data placed only in PSN order (go-back-N on loss), for applications that poll the last byte of a WRITE; read at link add (default off)");
+
+bool mrc_cc_ecn = true;
+module_param_named(cc_ecn, mrc_cc_ecn, bool, 0644);
+MODULE_PARM_DESC(cc_ecn, "The sender window also reacts to ECN marks echoed in ACKs, DCTCP style (default on; needs cc)");
+
+bool mrc_credits = true;
+module_param_named(credits, mrc_credits, bool, 0644);
+MODULE_PARM_DESC(credits, "Receiver credits: ACKs grant each sending QP an equal share of a pool sized by the queueing delay in front of this receiver (default on)");
+
+unsigned int mrc_credit_target_us = 1000;
+module_param_named(credit_target_us, mrc_credit_target_us, uint, 0644);
+MODULE_PARM_DESC(credit_target_us, "Queueing delay in front of the receiver that the credit pool allows, in microseconds (default 1000), read at link add");
+
+unsigned int mrc_credit_epoch_us = 2000;
+module_param_named(credit_epoch_us, mrc_credit_epoch_us, uint, 0644);
+MODULE_PARM_DESC(credit_epoch_us, "How often the credit pool and the count of active senders are updated, in microseconds (default 2000), read at link add");
+
 struct workqueue_struct *mrc_wq;
 
 struct mrc_dev *mrc_dev_from_netdev(struct net_device *ndev)
@@ -108,7 +132,12 @@ static int mrc_newlink(const char *name, struct net_device *ndev)
 	mdev->ndev = ndev;
 	netdev_hold(ndev, &mdev->ndev_tracker, GFP_KERNEL);
 	mdev->guid = mrc_make_guid(ndev);
-	mdev->entropies = clamp_val(mrc_entropies, 1, 256);
+	mdev->entropies = clamp_val(mrc_entropies, 1, MRC_PATH_MAX);
+	mdev->ordered = mrc_ordered;
+	spin_lock_init(&mdev->credit_lock);
+	/* one QP alone gets the largest window: credits only bite when shared */
+	mrc_credit_init(&mdev->credit, 4, clamp_val(mrc_window, 16, MRC_TX_SLOTS),
+			mrc_credit_target_us, max(mrc_credit_epoch_us, 100u));
 	xa_init_flags(&mdev->qpn_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&mdev->mr_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&mdev->srq_xa, XA_FLAGS_ALLOC1);

@@ -176,28 +176,25 @@ void mrc_net_exit(void)
 	unregister_pernet_subsys(&mrc_net_ops);
 }
 
-/* UDP source port number @i of the QP's entropy set */
-static u16 mrc_entropy_port(struct mrc_qp *qp, u32 i)
-{
-	/* 613 is odd, so i -> port is one-to-one over 14 bits */
-	return 0xc000 | ((qp->sport_base + i * 613) & 0x3fff);
-}
-
 /**
  * mrc_pick_entropy() - UDP source port for the next packet.
- * @qp: the QP.
+ * @qp: the QP (locked).
  * @avoid: a port not to use (the one a lost packet went out on), or 0.
  *
- * Packets are sprayed round robin over the QP's set of source ports, so
- * that ECMP spreads one QP over many paths.
+ * Packets are sprayed over the QP's set of source ports so that ECMP
+ * spreads one QP over many paths; the path engine skips and replaces
+ * ports whose feedback is bad (engine/mrc_path.c).
  */
 u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid)
 {
-	u32 n = qp->mdev->entropies;
-	u16 port = mrc_entropy_port(qp, qp->ent_next++ % n);
+	struct mrc_path *p = &qp->path;
+	u64 sw = p->switches;
+	u16 port;
 
-	if (port == avoid && n > 1)
-		port = mrc_entropy_port(qp, qp->ent_next++ % n);
+	port = mrc_path_pick(p, mrc_now(), avoid);
+	if (p->switches != sw)
+		mrc_stat_inc(qp->mdev, MRC_ST_PATH_SWITCHES);
+	mrc_stat_inc(qp->mdev, MRC_ST_PATH_SLOT0 + p->last % MRC_PATH_SLOTS);
 	return port;
 }
 

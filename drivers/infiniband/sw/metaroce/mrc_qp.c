@@ -3,6 +3,7 @@
  * metaroce: queue pairs and shared receive queues: creation, the IB state
  * machine, posting work requests, flushing.
  */
+#include <linux/random.h>
 #include <linux/vmalloc.h>
 #include <net/ipv6.h>
 #include <rdma/ib_addr.h>
@@ -86,6 +87,8 @@ static void mrc_qp_free_bufs(struct mrc_qp *qp)
 	kvfree(qp->tx_slots);
 	kfree(qp->rx_map);
 	kvfree(qp->rmsg);
+	kfree(qp->path_ents);
+	qp->path_ents = NULL;
 	qp->swqe = NULL;
 	qp->sq_shadow = NULL;
 	qp->tx_slots = NULL;
@@ -99,7 +102,7 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct mrc_dev *mdev = to_mdev(ibqp->device);
 	struct mrc_qp *qp = to_mqp(ibqp);
 	struct metaroce_create_qp_resp resp = {};
-	u32 qpn;
+	u32 qpn, nent;
 	int err;
 
 	switch (init->qp_type) {
@@ -162,9 +165,14 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 				GFP_KERNEL);
 	qp->rx_map = kcalloc(MRC_RX_BITS / 64, sizeof(u64), GFP_KERNEL);
 	qp->rmsg = kvcalloc(qp->rmsg_n, sizeof(*qp->rmsg), GFP_KERNEL);
+	qp->ordered = mdev->ordered;
+	nent = qp->ordered ? 1 : mdev->entropies;
+	qp->path_ents = kcalloc(nent, sizeof(*qp->path_ents), GFP_KERNEL);
 	if (!qp->swqe || !qp->sq_shadow || !qp->tx_slots || !qp->rx_map ||
-	    !qp->rmsg)
+	    !qp->rmsg || !qp->path_ents)
 		goto err_bufs;
+	mrc_path_init(&qp->path, qp->path_ents, nent, get_random_u32(),
+		      mrc_path_aware);
 
 	if (init->qp_type == IB_QPT_GSI) {
 		qpn = 1;
@@ -179,7 +187,6 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (err)
 		goto err_bufs;
 	ibqp->qp_num = qpn;
-	qp->sport_base = (u16)(qpn * 2654435761u >> 16);
 
 	if (udata) {
 		resp.sq_mmap_offset = mrc_ring_mmap_offset(&qp->sq);
@@ -379,6 +386,10 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		mrc_rx_init(&qp->rx, qp->rx_map, MRC_RX_BITS, qp->rq_psn_attr);
 		mrc_ackc_init(&qp->ackc, mrc_ack_every ? mrc_ack_every : 1,
 			      mrc_ack_delay_us);
+		qp->ooo_nak = false;
+		spin_lock(&qp->mdev->credit_lock);
+		mrc_credit_flow_init(&qp->crflow);
+		spin_unlock(&qp->mdev->credit_lock);
 		break;
 	case IB_QPS_RTS:
 		if (cur == IB_QPS_RTR) {
@@ -390,6 +401,8 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 				    mrc_cc_enable ? 2 : qp->win_max,
 				    qp->win_max, mrc_cc_target_us);
 			qp->tx.wnd = mrc_cc_wnd(&qp->cc);
+			qp->credit = 0;
+			qp->gbn_valid = false;
 			mrc_rtt_init(&qp->tx.rtt, mrc_rto_init_us,
 				     mrc_rto_min_us, 4000000);
 			steps = clamp_val(mrc_reo_steps, 1, MRC_REO_STEPS_MAX);

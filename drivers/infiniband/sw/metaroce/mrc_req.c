@@ -134,6 +134,8 @@ static int mrc_build_req(struct mrc_qp *qp, struct mrc_swqe *s, u32 psn,
 	p.pmtu_shift = s->shift;
 	if (retx)
 		p.flags |= MRC_F_RETX;
+	if (qp->ordered && (p.opcode == MRC_OP_SEND || p.opcode == MRC_OP_WRITE))
+		p.flags |= MRC_F_ORDERED;
 
 	switch (s->op) {
 	case MRC_OP_SEND:
@@ -360,6 +362,16 @@ static bool mrc_can_start(struct mrc_qp *qp, struct mrc_swqe *s)
 	return true;
 }
 
+/* charge a loss to the path it happened on (locked) */
+static void mrc_req_path_loss(struct mrc_qp *qp, u16 port, u32 now)
+{
+	u64 retired = qp->path.retired;
+
+	mrc_path_on_loss(&qp->path, port, now);
+	if (qp->path.retired != retired)
+		mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
+}
+
 /* retransmit lost PSNs; returns false if it ran out of budget */
 static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 {
@@ -388,6 +400,9 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 			       (mrc_tx_slot(&qp->tx, psn + n)->flags &
 				MRC_TXS_LOST))
 				n++;
+		/* RACK's verdicts judge the path; RNR waits and probes do not */
+		if (sl->flags & MRC_TXS_RACK)
+			mrc_req_path_loss(qp, sl->entropy, now);
 		sport = mrc_pick_entropy(qp, sl->entropy);
 		err = mrc_build_req(qp, s, psn, n, true, now, sport);
 		if (err) {
@@ -437,8 +452,11 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now)
 		if (s->op == MRC_OP_READ_REQ)
 			n = min3(s->npsn - s->sent, (u32)MRC_READ_CHUNK,
 				 max_t(u32, qp->tx.wnd, 1));
-		if (!mrc_tx_can_send(&qp->tx, n))
+		if (!mrc_tx_can_send(&qp->tx, n)) {
+			if (qp->credit && qp->tx.wnd == qp->credit)
+				mrc_stat_inc(qp->mdev, MRC_ST_CREDIT_WAITS);
 			return true;
+		}
 		if (!s->sent) {
 			s->first_psn = qp->tx.nxt;
 			if (mrc_op_needs_resp(s->op))
@@ -554,17 +572,71 @@ static void mrc_update_rtt_stats(struct mrc_qp *qp)
 		mrc_stat_set(mdev, MRC_ST_RTT_MIN, qp->tx.rtt.min_rtt);
 }
 
+/* the window: congestion window, module limit and the peer's credit */
+static void mrc_req_apply_wnd(struct mrc_qp *qp)
+{
+	u32 w = min(mrc_cc_wnd(&qp->cc), qp->win_max);
+
+	if (qp->credit && qp->credit < w)
+		w = qp->credit;
+	qp->tx.wnd = w;
+}
+
 /* feed the congestion window and apply it (locked) */
 static void mrc_req_cc(struct mrc_qp *qp, u32 now,
-		       const struct mrc_ack_result *r)
+		       const struct mrc_ack_result *r, u32 ce)
 {
-	u64 cuts = qp->cc.decreases;
+	struct mrc_dev *mdev = qp->mdev;
+	u64 cuts = qp->cc.decreases, ecn = qp->cc.ecn_decreases;
 
 	mrc_cc_on_ack(&qp->cc, now, r->newly_acked, r->rtt_sample,
 		      qp->tx.rtt.srtt);
+	/* cc off at RTS pinned the window: min == max */
+	if (mrc_cc_ecn && qp->cc.min < qp->cc.max)
+		mrc_cc_on_ecn(&qp->cc, now, r->newly_acked, ce,
+			      qp->tx.rtt.srtt);
 	if (qp->cc.decreases != cuts)
-		mrc_stat_inc(qp->mdev, MRC_ST_CC_CUTS);
-	qp->tx.wnd = min(mrc_cc_wnd(&qp->cc), qp->win_max);
+		mrc_stat_add(mdev, MRC_ST_CC_CUTS, qp->cc.decreases - cuts);
+	if (qp->cc.ecn_decreases != ecn)
+		mrc_stat_inc(mdev, MRC_ST_CC_ECN_CUTS);
+	mrc_req_apply_wnd(qp);
+}
+
+/* an ACK's path feedback and credit (locked) */
+static void mrc_req_ack_feedback(struct mrc_qp *qp, u32 now,
+				 const struct mrc_pkt *p, u32 rtt)
+{
+	struct mrc_dev *mdev = qp->mdev;
+	u64 retired = qp->path.retired, dskips = qp->path.delay_skips;
+
+	mrc_path_on_ack(&qp->path, p->ack.entropy, p->ack.flags & MRC_ACKF_CE,
+			rtt, now);
+	if (qp->path.retired != retired)
+		mrc_stat_inc(mdev, MRC_ST_PATH_RETIRED);
+	if (qp->path.delay_skips != dskips)
+		mrc_stat_inc(mdev, MRC_ST_PATH_DELAY_SKIPS);
+	if (p->ack.ce_count)
+		mrc_stat_add(mdev, MRC_ST_ECN_ECHO, p->ack.ce_count);
+	/* a grant below the window's floor would stall: at least two */
+	qp->credit = p->ack.credit ? max_t(u32, p->ack.credit, 2) : 0;
+}
+
+/*
+ * Ordered mode: the receiver discarded packets after a hole, so every
+ * PSN from the cumulative ACK on goes again (go-back-N), once per RTT.
+ */
+static void mrc_req_go_back(struct mrc_qp *qp, u32 cum, u32 now)
+{
+	u32 psn;
+
+	if (qp->gbn_valid && qp->gbn_psn == cum &&
+	    now - qp->gbn_ts < max_t(u32, qp->tx.rtt.srtt, 100))
+		return;
+	qp->gbn_valid = true;
+	qp->gbn_psn = cum;
+	qp->gbn_ts = now;
+	for (psn = qp->tx.una; mrc_psn_lt(psn, qp->tx.nxt); psn++)
+		mrc_tx_mark_lost(&qp->tx, psn);
 }
 
 /* after an ACK or a response: losses, completions, timers (locked) */
@@ -619,7 +691,10 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 	}
 	if (r.rtt_sample)
 		mrc_update_rtt_stats(qp);
-	mrc_req_cc(qp, now, &r);
+	mrc_req_ack_feedback(qp, now, p, r.rtt_sample);
+	mrc_req_cc(qp, now, &r, p->ack.ce_count);
+	if (p->ack.flags & MRC_ACKF_OOO)
+		mrc_req_go_back(qp, p->psn, now);
 	mrc_req_progress(qp, now);
 
 	switch (p->ack.syndrome) {
@@ -736,7 +811,7 @@ void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
 		mrc_count_drop(mdev, MRC_DROP_BAD_ACK);
 		return;
 	}
-	mrc_req_cc(qp, now, &r);
+	mrc_req_cc(qp, now, &r, 0);
 	mrc_req_progress(qp, now);
 	spin_unlock_bh(&qp->lock);
 	mrc_send_run(qp);
@@ -779,10 +854,13 @@ enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
 		break;
 	case MRC_TXT_RTO:
 		mrc_stat_inc(mdev, MRC_ST_RTO);
+		/* the oldest packet's path delivered nothing for an RTO */
+		mrc_req_path_loss(qp, mrc_tx_slot(&qp->tx, qp->tx.una)->entropy,
+				  now);
 		if (mrc_cc_enable) {
 			mrc_cc_on_rto(&qp->cc, now);
 			mrc_stat_inc(mdev, MRC_ST_CC_CUTS);
-			qp->tx.wnd = min(mrc_cc_wnd(&qp->cc), qp->win_max);
+			mrc_req_apply_wnd(qp);
 		}
 		break;
 	case MRC_TXT_FAIL:

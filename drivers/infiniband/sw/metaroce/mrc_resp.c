@@ -33,6 +33,12 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 	p.ack.ce_count = min_t(u32, qp->ackc.ce, U16_MAX);
 	p.ack.entropy = qp->last_entropy;
 	p.ack.flags = flags | (qp->last_ce ? MRC_ACKF_CE : 0);
+	if (mrc_credits) {
+		spin_lock(&qp->mdev->credit_lock);
+		p.ack.credit = mrc_credit_grant(&qp->mdev->credit);
+		spin_unlock(&qp->mdev->credit_lock);
+		mrc_stat_inc(qp->mdev, MRC_ST_CREDIT_GRANTS);
+	}
 	p.ack.sack_words = mrc_rx_sack(&qp->rx, p.ack.sack,
 				       MRC_ACK_MAX_SACKW);
 	hlen = mrc_wire_hdr_len(MRC_OP_ACK, p.ack.sack_words);
@@ -577,6 +583,21 @@ static enum mrc_rx_verdict mrc_rx_check(struct mrc_qp *qp, u32 psn, u32 n)
 	return MRC_RX_DUP;
 }
 
+/* a request arrived: feed the device's credit pool (qp locked) */
+static void mrc_resp_credit(struct mrc_qp *qp, u32 tsval, u32 now)
+{
+	struct mrc_dev *mdev = qp->mdev;
+	u64 cuts;
+
+	spin_lock(&mdev->credit_lock);
+	cuts = mdev->credit.cuts;
+	mrc_credit_on_data(&mdev->credit, &qp->crflow, now, tsval);
+	if (mdev->credit.cuts != cuts)
+		mrc_stat_inc(mdev, MRC_ST_CREDIT_CUTS);
+	mrc_stat_set(mdev, MRC_ST_CREDIT_POOL, mdev->credit.pool >> 8);
+	spin_unlock(&mdev->credit_lock);
+}
+
 /**
  * mrc_resp_rcv() - a request packet (SEND, WRITE, READ_REQ, atomic).
  * @qp: the destination QP (source already checked).
@@ -609,8 +630,12 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	qp->last_arrival = now;
 	qp->last_entropy = sport;
 	qp->last_ce = ce;
+	if (ce)
+		mrc_stat_inc(mdev, MRC_ST_ECN_RX);
 	if (p->flags & MRC_F_ACKREQ)
 		flags |= MRC_ACKC_ACKREQ;
+	if (mrc_credits)
+		mrc_resp_credit(qp, p->tsval, now);
 
 	v = mrc_rx_check(qp, p->psn, n);
 	if (v == MRC_RX_BEYOND) {
@@ -635,6 +660,16 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 		}
 		mrc_ackc_rx(&qp->ackc, now, flags | MRC_ACKC_DUP);
 		mrc_send_ack_flags(qp, MRC_SYN_ACK, 0, MRC_ACKF_DUP);
+		goto out;
+	}
+	if ((p->flags & MRC_F_ORDERED) && p->psn != qp->rx.nxt) {
+		/* ordered: nothing is placed past a hole; ask for a go-back */
+		mrc_stat_inc(mdev, MRC_ST_ORDERED_DISCARDS);
+		if (!qp->ooo_nak || qp->ooo_nak_psn != qp->rx.nxt) {
+			qp->ooo_nak = true;
+			qp->ooo_nak_psn = qp->rx.nxt;
+			mrc_send_ack_flags(qp, MRC_SYN_ACK, 0, MRC_ACKF_OOO);
+		}
 		goto out;
 	}
 	if (qp->err_pending && mrc_psn_le(qp->err_psn, p->psn)) {

@@ -403,9 +403,13 @@ static const struct mrc_wt_case mrc_wt_bad[] = {
 	{ "read_resp_middle_short", MRC_OP_READ_RESP,
 	  { M(MW_OFFSET, 512), M(MW_PAY, 500) }, E(BAD_PAY_LEN) },
 	/* flags */
-	{ "flag_0x40", MRC_OP_SEND, { M(MW_FLAGS, MRC_F_LAST | 0x40) },
+	{ "send_flag_0x80", MRC_OP_SEND, { M(MW_FLAGS, MRC_F_LAST | 0x80) },
 	  E(BAD_FIELD) },
 	{ "flag_0x80", MRC_OP_ATOMIC_RESP, { M(MW_FLAGS, 0x80) }, E(BAD_FIELD) },
+	{ "read_ordered", MRC_OP_READ_REQ, { M(MW_FLAGS, MRC_F_ORDERED) },
+	  E(BAD_FIELD) },
+	{ "resp_ordered", MRC_OP_READ_RESP, { M(MW_FLAGS, MRC_F_ORDERED) },
+	  E(BAD_FIELD) },
 	{ "imm_and_inv", MRC_OP_SEND,
 	  { M(MW_FLAGS, MRC_F_LAST | MRC_F_IMM | MRC_F_INV) }, E(BAD_FIELD) },
 	{ "write_inv", MRC_OP_WRITE, { M(MW_FLAGS, MRC_F_INV), M(MW_IMM, 5) },
@@ -502,7 +506,7 @@ static const struct mrc_wt_case mrc_wt_bad[] = {
 	/* ACK fields */
 	{ "ack_syndrome_5", MRC_OP_ACK, { M(MW_SYN, 5) }, E(BAD_FIELD) },
 	{ "ack_syndrome_255", MRC_OP_ACK, { M(MW_SYN, 255) }, E(BAD_FIELD) },
-	{ "ack_flag_0x04", MRC_OP_ACK, { M(MW_ACKF, 0x04) }, E(BAD_FIELD) },
+	{ "ack_flag_0x08", MRC_OP_ACK, { M(MW_ACKF, 0x08) }, E(BAD_FIELD) },
 	{ "ack_rnr_timer_32", MRC_OP_ACK, { M(MW_RNRT, 32) }, E(BAD_FIELD) },
 };
 
