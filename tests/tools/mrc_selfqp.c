@@ -8,10 +8,14 @@
  * Posts RDMA WRITEs from one buffer to another through a QP whose
  * destination is itself, checks every byte, then a 1-byte RDMA READ; in
  * between it resizes the CQ while completions are still queued and checks
- * that none is lost or reordered.  Prints "selfqp: ok" and exits 0, or
+ * that none is lost or reordered; finally it moves the QP to SQD while a
+ * WRITE is in flight, checks the SQ_DRAINED event and that a WQE posted
+ * in SQD waits until the QP is back in RTS.  Prints "selfqp: ok" and exits 0, or
  * says what went wrong and exits 1.
  */
+#include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +58,97 @@ static int poll_n(struct ibv_cq *cq, int n, uint64_t first_id)
 		}
 		got++;
 	}
+	return 0;
+}
+
+/* wait up to @ms for an async event of type @want */
+static int wait_event(struct ibv_context *ctx, enum ibv_event_type want, int ms)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	int flags = fcntl(ctx->async_fd, F_GETFL);
+
+	fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
+	for (;;) {
+		if (poll(&pfd, 1, ms) <= 0)
+			return fail("no SQ drained event");
+		if (ibv_get_async_event(ctx, &ev))
+			continue;
+		ibv_ack_async_event(&ev);
+		if (ev.event_type == want)
+			return 0;
+		fprintf(stderr, "selfqp: unexpected async event %s\n",
+			ibv_event_type_str(ev.event_type));
+		return 1;
+	}
+}
+
+static int post_write(struct ibv_qp *qp, uint64_t id, void *src, uint32_t lkey,
+		      void *dst, uint32_t rkey, uint32_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)src, .length = len, .lkey = lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = id, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma.remote_addr = (uintptr_t)dst, .wr.rdma.rkey = rkey,
+	};
+	struct ibv_send_wr *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/*
+ * SQD: a message in flight finishes and raises SQ_DRAINED, a WQE posted
+ * in SQD waits, and RTS again sends it.
+ */
+static int sqd_phase(struct ibv_context *ctx, struct ibv_qp *qp,
+		     struct ibv_cq *cq, unsigned char *src,
+		     struct ibv_mr *src_mr, unsigned char *dst,
+		     struct ibv_mr *dst_mr)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	struct ibv_wc wc;
+	int i;
+
+	memset(dst, 0, LEN);
+	if (post_write(qp, 600, src, src_mr->lkey, dst, dst_mr->rkey, LEN / 2))
+		return fail("post WRITE before SQD");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_SQD;
+	a.en_sqd_async_notify = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY))
+		return fail("RTS -> SQD refused");
+	if (post_write(qp, 601, src + LEN / 2, src_mr->lkey, dst + LEN / 2,
+		       dst_mr->rkey, LEN / 2))
+		return fail("post WRITE in SQD");
+	if (wait_event(ctx, IBV_EVENT_SQ_DRAINED, 10000))
+		return 1;
+	if (poll_n(cq, 1, 600))
+		return 1;
+	if (memcmp(src, dst, LEN / 2))
+		return fail("WRITE before SQD: data differs");
+	/* the WQE posted in SQD must not have gone out */
+	for (i = 0; i < 200000; i++)
+		if (ibv_poll_cq(cq, 1, &wc))
+			return fail("a WQE posted in SQD completed");
+	for (i = LEN / 2; i < LEN; i++)
+		if (dst[i])
+			return fail("a WQE posted in SQD wrote data");
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		return fail("query_qp in SQD");
+	if (a.qp_state != IBV_QPS_SQD || a.sq_draining)
+		return fail("query_qp: not SQD, or still draining");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		return fail("SQD -> RTS refused");
+	if (poll_n(cq, 1, 601))
+		return 1;
+	if (memcmp(src, dst, LEN))
+		return fail("WRITE after SQD: data differs");
 	return 0;
 }
 
@@ -208,6 +303,8 @@ int main(int argc, char **argv)
 			return fail("READ data differs");
 		ibv_dereg_mr(one_mr);
 	}
+	if (sqd_phase(ctx, qp, cq, src, src_mr, dst, dst_mr))
+		return 1;
 	ibv_destroy_qp(qp);
 	ibv_dereg_mr(src_mr);
 	ibv_dereg_mr(dst_mr);
@@ -215,7 +312,7 @@ int main(int argc, char **argv)
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);
-	printf("selfqp: ok (%d WRITEs of %d B through a QP connected to itself, CQ resized 4->64->8, 1-byte READ)\n",
+	printf("selfqp: ok (%d WRITEs of %d B through a QP connected to itself, CQ resized 4->64->8, 1-byte READ, SQD drain with SQ_DRAINED and back to RTS)\n",
 	       NWR, LEN / NWR);
 	return 0;
 }

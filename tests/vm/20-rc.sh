@@ -166,7 +166,7 @@ perf_lat atomic 8
 selfqp=$RC_REPO/tests/tools/mrc_selfqp
 [ -x "$selfqp" ] || make -s -C "$RC_REPO/tests/tools" mrc_selfqp >/dev/null 2>&1
 if out=$(in_host "$TOPO_A" timeout 60 "$selfqp" "$RC_DEV_A" "$GID_A" 2>&1); then
-	t_ok "QP connected to itself and CQ resize: ${out#selfqp: ok }"
+	t_ok "QP connected to itself, CQ resize, SQD drain: ${out#selfqp: ok }"
 else
 	t_fail "QP connected to itself, CQ resize with completions queued" "$out"
 fi

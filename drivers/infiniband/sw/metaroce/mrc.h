@@ -412,6 +412,8 @@ struct mrc_qp {
 	struct mrc_cc cc;
 	u32 win_max;			/* window limit (module parameter) */
 	u32 credit;			/* the peer's grant, 0: no limit */
+	bool sqd_notify;		/* SQD: raise IB_EVENT_SQ_DRAINED */
+	bool sqd_drained;		/* SQD: nothing left in flight */
 	u32 gbn_psn;			/* last go-back point (ordered) */
 	u32 gbn_ts;
 	bool gbn_valid;

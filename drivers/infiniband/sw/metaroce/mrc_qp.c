@@ -411,6 +411,12 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			qp->rnr_left = qp->rnr_retry;
 		}
 		break;
+	case IB_QPS_SQD:
+		/* started messages finish, nothing new starts */
+		qp->sqd_notify = (mask & IB_QP_EN_SQD_ASYNC_NOTIFY) &&
+				 attr->en_sqd_async_notify;
+		qp->sqd_drained = false;
+		break;
 	default:
 		break;
 	}
@@ -425,7 +431,7 @@ out_state:
 out:
 	spin_unlock_bh(&qp->lock);
 	mutex_unlock(&qp->state_mutex);
-	if (!err && qp->state == IB_QPS_RTS)
+	if (!err && (qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD))
 		mrc_send_kick(qp);
 	return err;
 }
@@ -462,7 +468,7 @@ int mrc_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->timeout = qp->timeout;
 	attr->retry_cnt = qp->retry_cnt;
 	attr->rnr_retry = qp->rnr_retry;
-	attr->sq_draining = 0;
+	attr->sq_draining = qp->state == IB_QPS_SQD && !qp->sqd_drained;
 	spin_unlock_bh(&qp->lock);
 
 	memset(init, 0, sizeof(*init));

@@ -274,6 +274,31 @@ static void mrc_sq_retire(struct mrc_qp *qp)
 }
 
 /* complete, in order, every WQE whose PSNs are all delivered */
+/* SQD: once every started message is done, say so (locked) */
+static void mrc_sqd_check(struct mrc_qp *qp)
+{
+	struct mrc_swqe *s;
+
+	if (qp->state != IB_QPS_SQD || qp->sqd_drained)
+		return;
+	if (qp->sq_cons != qp->sq_next)
+		return;
+	/* sq_next may point at a WQE that started but is not fully sent */
+	s = mrc_swqe(qp, qp->sq_next);
+	if (s->started && s->sent)
+		return;
+	qp->sqd_drained = true;
+	if (qp->sqd_notify && qp->ibqp.event_handler) {
+		struct ib_event ev = {
+			.device = qp->ibqp.device,
+			.element.qp = &qp->ibqp,
+			.event = IB_EVENT_SQ_DRAINED,
+		};
+
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+	}
+}
+
 void mrc_sq_complete(struct mrc_qp *qp)
 {
 	while (qp->sq_cons != qp->sq_next) {
@@ -291,6 +316,7 @@ void mrc_sq_complete(struct mrc_qp *qp)
 		    (s->wr.send_flags & METAROCE_SEND_SIGNALED))
 			mrc_cqe_send(qp, s, IB_WC_SUCCESS);
 	}
+	mrc_sqd_check(qp);
 }
 
 /*
@@ -420,7 +446,7 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 }
 
 /* send new packets while the window allows */
-static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now)
+static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 {
 	u32 prod = mrc_ring_load(&qp->sq.hdr->prod);
 
@@ -435,6 +461,9 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now)
 		u16 sport;
 		int err;
 
+		/* SQD: finish the message in progress, start none */
+		if (drain && (!s->started || !s->sent))
+			return true;
 		if (!s->started) {
 			u8 st = mrc_swqe_load(qp, qp->sq_next);
 
@@ -491,7 +520,7 @@ void mrc_tx_timer_update(struct mrc_qp *qp)
 	u32 now = mrc_now(), at;
 	bool have;
 
-	if (qp->dead || qp->state != IB_QPS_RTS)
+	if (qp->dead || (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD))
 		return;
 	have = mrc_tx_deadline(&qp->tx, &at);
 	if (qp->rnr_wait && (!have || mrc_time_before(qp->rnr_until, at))) {
@@ -540,9 +569,10 @@ void mrc_send_run(struct mrc_qp *qp)
 		}
 		if (!qp->rnr_wait && !mrc_send_retx(qp, &budget, now))
 			more = true;
-		if (qp->state == IB_QPS_RTS && !qp->rnr_wait &&
-		    !mrc_send_new(qp, &budget, now))
+		if (!qp->rnr_wait &&
+		    !mrc_send_new(qp, &budget, now, qp->state == IB_QPS_SQD))
 			more = true;
+		mrc_sqd_check(qp);
 		mrc_tx_timer_update(qp);
 	}
 	spin_unlock_bh(&qp->lock);
@@ -838,7 +868,7 @@ enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
 
 	spin_lock(&qp->lock);
 	qp->tx_timer_armed = false;
-	if (qp->dead || qp->state != IB_QPS_RTS) {
+	if (qp->dead || (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD)) {
 		spin_unlock(&qp->lock);
 		return HRTIMER_NORESTART;
 	}
