@@ -168,7 +168,7 @@ selfqp=$RC_REPO/tests/tools/mrc_selfqp
 if out=$(in_host "$TOPO_A" timeout 60 "$selfqp" "$RC_DEV_A" "$GID_A" 2>&1); then
 	t_ok "QP connected to itself, CQ resize, SQD drain: ${out#selfqp: ok }"
 else
-	t_fail "QP connected to itself, CQ resize with completions queued" "$out"
+	t_fail "QP connected to itself, CQ resize, SQD drain" "$out"
 fi
 
 # --- afterwards -------------------------------------------------------------------
