@@ -435,6 +435,12 @@ void mrc_ackc_sent(struct mrc_ackc *c);
  * @win_ce: CE marks reported in it.
  * @win_end: when it ends (valid with @win_valid).
  * @win_valid: an observation window is open.
+ * @dwin_min: smallest RTT sample of the current delay window.
+ * @dwin_end: when the delay window ends (valid with @dwin_valid).
+ * @dwin_valid: a delay window is open.
+ * @rto_cwnd: the window before the current run of RTOs.
+ * @rto_saved: @rto_cwnd is valid (no progress since the first RTO).
+ * @undos: RTO cuts undone because the RTO was spurious.
  */
 struct mrc_cc {
 	u32 cwnd;
@@ -452,6 +458,12 @@ struct mrc_cc {
 	u32 win_ce;
 	u32 win_end;
 	bool win_valid;
+	u32 dwin_min;
+	u32 dwin_end;
+	bool dwin_valid;
+	u32 rto_cwnd;
+	bool rto_saved;
+	u64 undos;
 };
 
 #define MRC_CC_ALPHA_ONE	1024u
@@ -475,6 +487,8 @@ void mrc_cc_on_ack(struct mrc_cc *cc, u32 now, u32 newly_acked, u32 rtt,
  */
 void mrc_cc_on_ecn(struct mrc_cc *cc, u32 now, u32 acked, u32 ce, u32 srtt);
 void mrc_cc_on_rto(struct mrc_cc *cc, u32 now);
+/* the last RTO was spurious (F-RTO): restore the window it cut */
+void mrc_cc_undo_rto(struct mrc_cc *cc);
 
 /* the window in whole packets */
 static inline u32 mrc_cc_wnd(const struct mrc_cc *cc)

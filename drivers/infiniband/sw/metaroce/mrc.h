@@ -103,6 +103,7 @@ enum mrc_stat {
 	MRC_ST_ECN_RX,
 	MRC_ST_ECN_ECHO,
 	MRC_ST_CC_ECN_CUTS,
+	MRC_ST_CC_UNDOS,
 	MRC_ST_CREDIT_GRANTS,
 	MRC_ST_CREDIT_WAITS,
 	MRC_ST_CREDIT_POOL,
@@ -412,6 +413,7 @@ struct mrc_qp {
 	struct mrc_cc cc;
 	u32 win_max;			/* window limit (module parameter) */
 	u32 credit;			/* the peer's grant, 0: no limit */
+	u32 spurious_rtos;		/* tx.spurious_rtos already acted on */
 	bool sqd_notify;		/* SQD: raise IB_EVENT_SQ_DRAINED */
 	bool sqd_drained;		/* SQD: nothing left in flight */
 	u32 gbn_psn;			/* last go-back point (ordered) */

@@ -402,6 +402,7 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 				    qp->win_max, mrc_cc_target_us);
 			qp->tx.wnd = mrc_cc_wnd(&qp->cc);
 			qp->credit = 0;
+			qp->spurious_rtos = 0;
 			qp->gbn_valid = false;
 			mrc_rtt_init(&qp->tx.rtt, mrc_rto_init_us,
 				     mrc_rto_min_us, 4000000);

@@ -619,6 +619,13 @@ static void mrc_req_cc(struct mrc_qp *qp, u32 now,
 	struct mrc_dev *mdev = qp->mdev;
 	u64 cuts = qp->cc.decreases, ecn = qp->cc.ecn_decreases;
 
+	if (qp->tx.spurious_rtos != qp->spurious_rtos) {
+		/* F-RTO: the path was only slow, the RTO's cut goes */
+		qp->spurious_rtos = qp->tx.spurious_rtos;
+		if (qp->cc.rto_saved)
+			mrc_stat_inc(mdev, MRC_ST_CC_UNDOS);
+		mrc_cc_undo_rto(&qp->cc);
+	}
 	mrc_cc_on_ack(&qp->cc, now, r->newly_acked, r->rtt_sample,
 		      qp->tx.rtt.srtt);
 	/* cc off at RTS pinned the window: min == max */

@@ -34,6 +34,7 @@ static const struct rdma_stat_desc mrc_stat_desc[MRC_ST_NR] = {
 	[MRC_ST_ECN_RX].name = "ecn_marks_received",
 	[MRC_ST_ECN_ECHO].name = "ecn_echoes_received",
 	[MRC_ST_CC_ECN_CUTS].name = "window_cuts_ecn",
+	[MRC_ST_CC_UNDOS].name = "window_cut_undos",
 	[MRC_ST_CREDIT_GRANTS].name = "credits_granted",
 	[MRC_ST_CREDIT_WAITS].name = "credit_waits",
 	[MRC_ST_CREDIT_POOL].name = "credit_pool",

@@ -5,15 +5,17 @@
  * The window (in packets, 8 fractional bits) grows while the RTT stays
  * within target_us of the smallest RTT seen, by one packet per window
  * (additive increase; doubling per RTT while in slow start), and shrinks
- * at most once per smoothed RTT in proportion to how far the RTT is over
- * the target:
+ * at most once per smoothed RTT in proportion to how far the smallest RTT
+ * sample of the last smoothed RTT is over the target (one late sample is
+ * scheduling noise, a standing queue delays them all):
  *
  *	cwnd *= max(1 - beta * (rtt - target) / rtt, 1 - max_mdf)
  *
  * with beta = 0.8 and max_mdf = 0.5.  A lost packet costs nothing: random
  * loss is repaired by selective retransmission and must not shrink the
  * window (Mathis).  Only an RTO, which means the path delivered nothing
- * for a while, cuts the window by max_mdf.
+ * for a while, cuts the window by max_mdf; when F-RTO finds the RTO was
+ * spurious (the path was only slow) mrc_cc_undo_rto() restores it.
  *
  * ECN marks (CE on the way in, echoed in ACKs) are the switches' own word
  * on their queues and are taken as in DCTCP: alpha follows the marked
@@ -66,34 +68,50 @@ static void mrc_cc_decrease(struct mrc_cc *cc, u32 factor, u32 now)
 void mrc_cc_on_ack(struct mrc_cc *cc, u32 now, u32 newly_acked, u32 rtt,
 		   u32 srtt)
 {
-	u32 target, over, cut, factor;
+	u32 target, over, cut, min;
 
+	if (newly_acked)
+		cc->rto_saved = false;	/* progress: that RTO is history */
 	if (!rtt)
 		return;
 	if (!cc->base_rtt || rtt < cc->base_rtt)
 		cc->base_rtt = rtt;
 	target = cc->base_rtt + cc->target_us;
 
-	if (rtt <= target) {
-		if (!newly_acked)
-			return;
+	/*
+	 * Delay is judged on the smallest sample of each smoothed RTT: a
+	 * standing queue delays every packet, scheduling noise only some.
+	 */
+	if (!cc->dwin_valid) {
+		cc->dwin_valid = true;
+		cc->dwin_min = rtt;
+		cc->dwin_end = now + (srtt ? srtt : rtt);
+	} else if (rtt < cc->dwin_min) {
+		cc->dwin_min = rtt;
+	}
+
+	if (rtt <= target && newly_acked) {
 		if (cc->slow_start)
 			cc->cwnd += newly_acked * MRC_CC_ONE;
 		else
 			cc->cwnd += (u32)mrc_div_u64((u64)newly_acked *
 					MRC_CC_ONE * MRC_CC_ONE, cc->cwnd);
 		mrc_cc_clamp(cc);
-		return;
 	}
-	/* over the target: at most one cut per RTT */
+	if (mrc_time_before(now, cc->dwin_end))
+		return;
+	min = cc->dwin_min;
+	cc->dwin_valid = false;
+	if (min <= target)
+		return;
+	/* over the target all window long: at most one cut per RTT */
 	if (cc->dec_valid && now - cc->last_dec < srtt)
 		return;
-	over = rtt - target;
-	cut = (u32)mrc_div_u64((u64)MRC_CC_BETA * over, rtt);
+	over = min - target;
+	cut = (u32)mrc_div_u64((u64)MRC_CC_BETA * over, min);
 	if (cut > MRC_CC_MAX_MDF)
 		cut = MRC_CC_MAX_MDF;
-	factor = MRC_CC_ONE - cut;
-	mrc_cc_decrease(cc, factor, now);
+	mrc_cc_decrease(cc, MRC_CC_ONE - cut, now);
 }
 
 void mrc_cc_on_ecn(struct mrc_cc *cc, u32 now, u32 acked, u32 ce, u32 srtt)
@@ -131,7 +149,22 @@ void mrc_cc_on_ecn(struct mrc_cc *cc, u32 now, u32 acked, u32 ce, u32 srtt)
 
 void mrc_cc_on_rto(struct mrc_cc *cc, u32 now)
 {
+	/* remember the window before the first RTO of a run */
+	if (!cc->rto_saved) {
+		cc->rto_saved = true;
+		cc->rto_cwnd = cc->cwnd;
+	}
 	mrc_cc_decrease(cc, MRC_CC_ONE - MRC_CC_MAX_MDF, now);
+}
+
+void mrc_cc_undo_rto(struct mrc_cc *cc)
+{
+	if (!cc->rto_saved)
+		return;
+	cc->rto_saved = false;
+	if (cc->cwnd < cc->rto_cwnd)
+		cc->cwnd = cc->rto_cwnd;
+	cc->undos++;
 }
 
 #ifdef MRC_ENGINE_KUNIT

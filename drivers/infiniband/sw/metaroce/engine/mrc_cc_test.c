@@ -28,16 +28,20 @@ static void mrc_cc_cuts_in_proportion_once_per_rtt(struct kunit *test)
 	mrc_cc_init(&cc, 100, 2, 512, 500);
 	mrc_cc_on_ack(&cc, 0, 1, 1000, 1000);		/* base 1000 */
 	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 101u);
-	/* RTT 2000, target 1500: cut 0.8 * 500 / 2000 = 0.2 */
-	mrc_cc_on_ack(&cc, 10000, 1, 2000, 1000);
+	/* the window that held the base sample ends: no cut */
+	mrc_cc_on_ack(&cc, 5000, 1, 2000, 1000);
+	KUNIT_EXPECT_EQ(test, cc.decreases, 0u);
+	/* a whole smoothed RTT at 2000, target 1500: cut 0.8 * 500 / 2000 */
+	mrc_cc_on_ack(&cc, 6000, 1, 2000, 1000);
+	mrc_cc_on_ack(&cc, 6500, 1, 2100, 1000);
+	KUNIT_EXPECT_EQ(test, cc.decreases, 0u);
+	mrc_cc_on_ack(&cc, 7000, 1, 2000, 1000);
+	KUNIT_EXPECT_EQ(test, cc.decreases, 1u);
 	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 101u * 205 / 256);
 	KUNIT_EXPECT_FALSE(test, cc.slow_start);
-	KUNIT_EXPECT_EQ(test, cc.decreases, 1u);
-	/* again within the same RTT: no second cut */
-	mrc_cc_on_ack(&cc, 10500, 1, 2000, 1000);
-	KUNIT_EXPECT_EQ(test, cc.decreases, 1u);
-	/* a huge RTT cuts by at most half */
-	mrc_cc_on_ack(&cc, 11000, 1, 100000, 1000);
+	/* a huge RTT all window long cuts by at most half */
+	mrc_cc_on_ack(&cc, 8000, 1, 100000, 1000);
+	mrc_cc_on_ack(&cc, 9000, 1, 100000, 1000);
 	KUNIT_EXPECT_EQ(test, cc.decreases, 2u);
 	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 101u * 205 / 256 / 2);
 	/* congestion avoidance: about one packet per window ACKed */
@@ -47,6 +51,43 @@ static void mrc_cc_cuts_in_proportion_once_per_rtt(struct kunit *test)
 		mrc_cc_on_ack(&cc, 12000, w, 1000, 1000);
 		KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), w + 1);
 	}
+}
+
+/* one late sample in a window is noise: only a standing queue cuts */
+static void mrc_cc_ignores_delay_spikes(struct kunit *test)
+{
+	struct mrc_cc cc;
+	u32 t;
+
+	mrc_cc_init(&cc, 100, 2, 512, 500);
+	mrc_cc_on_ack(&cc, 0, 1, 1000, 1000);
+	for (t = 1; t < 100; t++)
+		/* every third sample 20 ms late */
+		mrc_cc_on_ack(&cc, t * 300, 1, t % 3 ? 1100 : 20000, 1000);
+	KUNIT_EXPECT_EQ(test, cc.decreases, 0u);
+	KUNIT_EXPECT_GT(test, mrc_cc_wnd(&cc), 100u);
+}
+
+/* a spurious RTO gives the window back; a real one keeps the cut */
+static void mrc_cc_undo_spurious_rto(struct kunit *test)
+{
+	struct mrc_cc cc;
+
+	mrc_cc_init(&cc, 64, 4, 512, 500);
+	mrc_cc_on_rto(&cc, 100);
+	mrc_cc_on_rto(&cc, 200);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 16u);
+	mrc_cc_undo_rto(&cc);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 64u);
+	KUNIT_EXPECT_EQ(test, cc.undos, 1u);
+	/* nothing saved any more: a second undo changes nothing */
+	mrc_cc_undo_rto(&cc);
+	KUNIT_EXPECT_EQ(test, cc.undos, 1u);
+	/* progress after a real RTO forgets the old window */
+	mrc_cc_on_rto(&cc, 300);
+	mrc_cc_on_ack(&cc, 400, 1, 0, 0);
+	mrc_cc_undo_rto(&cc);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 32u);
 }
 
 static void mrc_cc_ignores_loss_cuts_on_rto(struct kunit *test)
@@ -106,6 +147,8 @@ static void mrc_cc_ecn_shares_rtt_limit(struct kunit *test)
 
 	mrc_cc_init(&cc, 100, 2, 512, 500);
 	mrc_cc_on_ack(&cc, 0, 1, 1000, 1000);		/* base 1000 */
+	mrc_cc_on_ack(&cc, 1000, 1, 3000, 1000);	/* window ends */
+	mrc_cc_on_ack(&cc, 4000, 1, 3000, 1000);
 	mrc_cc_on_ack(&cc, 5000, 1, 3000, 1000);	/* delay cut */
 	KUNIT_EXPECT_EQ(test, cc.decreases, 1u);
 	mrc_cc_on_ecn(&cc, 5100, 10, 10, 50);
@@ -126,6 +169,8 @@ static struct kunit_case mrc_cc_cases[] = {
 	KUNIT_CASE(mrc_cc_ecn_shares_rtt_limit),
 	KUNIT_CASE(mrc_cc_grows_below_target),
 	KUNIT_CASE(mrc_cc_cuts_in_proportion_once_per_rtt),
+	KUNIT_CASE(mrc_cc_ignores_delay_spikes),
+	KUNIT_CASE(mrc_cc_undo_spurious_rto),
 	KUNIT_CASE(mrc_cc_ignores_loss_cuts_on_rto),
 	{}
 };
