@@ -36,6 +36,8 @@
  * @MRC_OP_READ_REQ: RDMA READ request for a run of response segments.
  * @MRC_OP_ATOMIC_CS: atomic compare and swap request.
  * @MRC_OP_ATOMIC_FA: atomic fetch and add request.
+ * @MRC_OP_UD_SEND: one unreliable datagram (UD and GSI QPs): the whole
+ *	message in one packet, no PSN, never acknowledged.
  * @MRC_OP_READ_RESP: one RDMA READ response segment.
  * @MRC_OP_ATOMIC_RESP: atomic response (the original value).
  * @MRC_OP_ACK: cumulative ACK with SACK, or a NAK.
@@ -46,6 +48,7 @@ enum mrc_opcode {
 	MRC_OP_READ_REQ		= 0x03,
 	MRC_OP_ATOMIC_CS	= 0x04,
 	MRC_OP_ATOMIC_FA	= 0x05,
+	MRC_OP_UD_SEND		= 0x06,
 	MRC_OP_READ_RESP	= 0x10,
 	MRC_OP_ATOMIC_RESP	= 0x11,
 	MRC_OP_ACK		= 0x20,
@@ -83,6 +86,11 @@ enum mrc_opcode {
 #define MRC_RRESP_LEN		8
 #define MRC_RRESP_OFF_OFFSET	0	/* be32: byte offset in the READ message */
 #define MRC_RRESP_OFF_MSGLEN	4	/* be32: total READ length */
+
+/* UD datagram extension (UD_SEND), 8 bytes. */
+#define MRC_UD_LEN		8
+#define MRC_UD_OFF_QKEY		0	/* be32: Q_Key the destination QP must have */
+#define MRC_UD_OFF_IMM		4	/* be32: immediate data with MRC_F_IMM, else zero */
 
 /* Atomic response extension, 8 bytes. */
 #define MRC_ARESP_LEN		8
@@ -169,6 +177,10 @@ struct mrc_pkt {
 		struct {
 			u64 orig;
 		} aresp;
+		struct {
+			u32 qkey;
+			u32 imm;
+		} ud;
 		struct {
 			u8 syndrome;
 			u8 sack_words;

@@ -247,11 +247,15 @@ static int metaroce_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+/*
+ * UD send WQEs name the AH by the number the kernel returns here (the
+ * uverbs handle means nothing to the kernel's send engine).
+ */
 static struct ibv_ah *metaroce_create_ah(struct ibv_pd *pd,
 					 struct ibv_ah_attr *attr)
 {
-	struct ib_uverbs_create_ah_resp resp;
-	struct ibv_ah *ah;
+	struct mrc_create_ah_resp resp = {};
+	struct metaroce_ah *ah;
 	int ret;
 
 	ah = calloc(1, sizeof(*ah));
@@ -260,23 +264,25 @@ static struct ibv_ah *metaroce_create_ah(struct ibv_pd *pd,
 		return NULL;
 	}
 
-	ret = ibv_cmd_create_ah(pd, ah, attr, &resp, sizeof(resp));
+	ret = ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp,
+				sizeof(resp));
 	if (ret) {
 		free(ah);
 		errno = ret;
 		return NULL;
 	}
-	return ah;
+	ah->ah_num = resp.ah_num;
+	return &ah->ibv_ah;
 }
 
-static int metaroce_destroy_ah(struct ibv_ah *ah)
+static int metaroce_destroy_ah(struct ibv_ah *ibah)
 {
 	int ret;
 
-	ret = ibv_cmd_destroy_ah(ah);
+	ret = ibv_cmd_destroy_ah(ibah);
 	if (ret)
 		return ret;
-	free(ah);
+	free(to_mah(ibah));
 	return 0;
 }
 
@@ -440,6 +446,13 @@ static struct ibv_qp *metaroce_create_qp(struct ibv_pd *pd,
 	struct metaroce_qp *qp;
 	int ret;
 
+	/* a kernel without UD support would never send the datagrams */
+	if (attr->qp_type == IBV_QPT_UD &&
+	    !(to_mctx(pd->context)->caps & METAROCE_CAP_UD)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+
 	qp = calloc(1, sizeof(*qp));
 	if (!qp) {
 		errno = ENOMEM;
@@ -587,7 +600,7 @@ static int write_send_wqe(struct metaroce_qp *qp, struct metaroce_send_wqe *wqe,
 	}
 
 	if (type == IBV_QPT_UD) {
-		wqe->ud.ah = wr->wr.ud.ah->handle;
+		wqe->ud.ah = to_mah(wr->wr.ud.ah)->ah_num;
 		wqe->ud.remote_qpn = wr->wr.ud.remote_qpn;
 		wqe->ud.remote_qkey = wr->wr.ud.remote_qkey;
 	} else {
@@ -895,7 +908,9 @@ static struct verbs_context *metaroce_alloc_context(struct ibv_device *ibdev,
 {
 	struct verbs_device *vdev = verbs_get_device(ibdev);
 	struct mrc_get_context_resp resp = {};
-	struct mrc_get_context cmd = {};
+	struct mrc_get_context cmd = {
+		.flags = METAROCE_UCTX_UD_AH_NUM,
+	};
 	struct metaroce_context *ctx;
 	uint32_t driver_id;
 	int err;
@@ -926,6 +941,8 @@ static struct verbs_context *metaroce_alloc_context(struct ibv_device *ibdev,
 		goto err;
 	}
 
+	/* a kernel without UD support leaves caps (formerly reserved) 0 */
+	ctx->caps = resp.caps;
 	verbs_set_ops(&ctx->ibv_ctx, &metaroce_ctx_ops);
 	return &ctx->ibv_ctx;
 

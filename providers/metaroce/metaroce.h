@@ -16,11 +16,14 @@
 #include <kernel-abi/metaroce-abi.h>
 
 /*
- * Command wrappers: struct mrc_<verb> is the request (no driver input),
- * struct mrc_<verb>_resp the core response followed by the metaroce one.
+ * Command wrappers: struct mrc_<verb> is the request (driver input only for
+ * GET_CONTEXT), struct mrc_<verb>_resp the core response followed by the
+ * metaroce one.
  */
 DECLARE_DRV_CMD(mrc_get_context, IB_USER_VERBS_CMD_GET_CONTEXT,
-		empty, metaroce_alloc_ucontext_resp);
+		metaroce_alloc_ucontext_req, metaroce_alloc_ucontext_resp);
+DECLARE_DRV_CMD(mrc_create_ah, IB_USER_VERBS_CMD_CREATE_AH,
+		empty, metaroce_create_ah_resp);
 DECLARE_DRV_CMD(mrc_alloc_pd, IB_USER_VERBS_CMD_ALLOC_PD,
 		empty, metaroce_alloc_pd_resp);
 DECLARE_DRV_CMD(mrc_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
@@ -38,11 +41,17 @@ struct metaroce_device {
 
 struct metaroce_context {
 	struct verbs_context ibv_ctx;
+	uint32_t caps;			/* METAROCE_CAP_* the kernel granted */
 };
 
 struct metaroce_pd {
 	struct ibv_pd ibv_pd;
 	uint32_t pdn;
+};
+
+struct metaroce_ah {
+	struct ibv_ah ibv_ah;
+	uint32_t ah_num;		/* what UD send WQEs carry */
 };
 
 /*
@@ -90,6 +99,11 @@ static inline struct metaroce_context *to_mctx(struct ibv_context *ibctx)
 static inline struct metaroce_pd *to_mpd(struct ibv_pd *ibpd)
 {
 	return container_of(ibpd, struct metaroce_pd, ibv_pd);
+}
+
+static inline struct metaroce_ah *to_mah(struct ibv_ah *ibah)
+{
+	return container_of(ibah, struct metaroce_ah, ibv_ah);
 }
 
 static inline struct metaroce_cq *to_mcq(struct ibv_cq *ibcq)

@@ -90,7 +90,10 @@ enum metaroce_send_flags {
  * @rkey: RDMA and atomic target key.
  * @compare_add: atomic compare value (CMP_AND_SWP) or addend (FETCH_AND_ADD).
  * @swap: atomic swap value.
- * @ud: UD destination: @ud.ah handle, @ud.remote_qpn and @ud.remote_qkey.
+ * @ud: UD destination: @ud.ah, the AH number create_ah returned
+ *	(struct metaroce_create_ah_resp, not the uverbs handle), @ud.remote_qpn
+ *	(24 bits) and @ud.remote_qkey (with bit 31 set the QP's own Q_Key is
+ *	used instead); @ud.reserved zero.  Ignored on other QP types.
  *
  * The slot stride (a power of two >= 128) is returned by create_qp; the
  * scatter list or the inline data fills the rest of the slot.
@@ -147,10 +150,18 @@ enum metaroce_wc_opcode {
  * @status: enum ib_wc_status value.
  * @opcode: enum metaroce_wc_opcode.
  * @wc_flags: enum ib_wc_flags bits: IB_WC_GRH (1), IB_WC_WITH_IMM (2),
- *	IB_WC_WITH_INVALIDATE (4); the provider converts them to IBV_WC_*.
+ *	IB_WC_WITH_INVALIDATE (4), IB_WC_WITH_NETWORK_HDR_TYPE (64); the
+ *	provider converts the first three to IBV_WC_* and ignores the rest.
  * @sl: service level.
  * @pkey_index: P_Key index.
+ * @network_hdr_type: with IB_WC_WITH_NETWORK_HDR_TYPE, the enum
+ *	rdma_network_type of the received datagram (RDMA_NETWORK_IPV4 2,
+ *	RDMA_NETWORK_IPV6 3); for kernel consumers.  Zero otherwise.
  * @reserved: zero.
+ *
+ * A UD receive completion has IB_WC_GRH: its buffer starts with the
+ * 40-byte GRH (IPv4: 20 zero bytes and the IPv4 header; IPv6: the IPv6
+ * header), counted in @byte_len, followed by the payload.
  */
 struct metaroce_cqe {
 	__aligned_u64 wr_id;
@@ -163,16 +174,62 @@ struct metaroce_cqe {
 	__u8 wc_flags;
 	__u8 sl;
 	__u16 pkey_index;
-	__u16 reserved;
+	__u8 network_hdr_type;
+	__u8 reserved;
+};
+
+/**
+ * enum metaroce_uctx_flags - what a provider announces in alloc_ucontext.
+ * @METAROCE_UCTX_UD_AH_NUM: the provider writes the AH number of struct
+ *	metaroce_create_ah_resp into metaroce_send_wqe.ud.ah.  The kernel
+ *	creates user UD QPs only for a context that announced this.
+ */
+enum metaroce_uctx_flags {
+	METAROCE_UCTX_UD_AH_NUM		= 1 << 0,
+};
+
+/**
+ * struct metaroce_alloc_ucontext_req - driver input of alloc_ucontext.
+ * @flags: enum metaroce_uctx_flags; bits the kernel does not know are
+ *	ignored (it reports what it honours in the response's @caps).
+ * @reserved: zero.
+ *
+ * Optional: a provider that sends no driver input gets no capabilities.
+ */
+struct metaroce_alloc_ucontext_req {
+	__u32 flags;
+	__u32 reserved;
+};
+
+/**
+ * enum metaroce_caps - what the kernel grants a context.
+ * @METAROCE_CAP_UD: UD QPs can be created and carry datagrams; the
+ *	kernel takes metaroce_send_wqe.ud.ah as an AH number.  Set only if
+ *	the provider announced METAROCE_UCTX_UD_AH_NUM.
+ */
+enum metaroce_caps {
+	METAROCE_CAP_UD			= 1 << 0,
 };
 
 /**
  * struct metaroce_alloc_ucontext_resp - driver data of alloc_ucontext.
  * @abi_version: METAROCE_ABI_VERSION.
- * @reserved: zero.
+ * @caps: enum metaroce_caps (was a zero reserved field: kernels before
+ *	UD support report 0).
  */
 struct metaroce_alloc_ucontext_resp {
 	__u32 abi_version;
+	__u32 caps;
+};
+
+/**
+ * struct metaroce_create_ah_resp - driver data of create_ah.
+ * @ah_num: the number a UD send WQE names the AH by (never 0).  It is
+ *	only valid on QPs of the AH's PD.
+ * @reserved: zero.
+ */
+struct metaroce_create_ah_resp {
+	__u32 ah_num;
 	__u32 reserved;
 };
 

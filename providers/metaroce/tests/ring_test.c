@@ -59,8 +59,11 @@ static void test_poll_cq(void)
 		cqe->src_qp = 9;
 		cqe->status = i == 2 ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS;
 		cqe->opcode = i == 0 ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RDMA_WRITE;
-		cqe->wc_flags = i == 0 ? (METAROCE_CQE_WITH_IMM | METAROCE_CQE_GRH) :
+		/* 0x40: the kernel's IB_WC_WITH_NETWORK_HDR_TYPE, not for us */
+		cqe->wc_flags = i == 0 ? (METAROCE_CQE_WITH_IMM | METAROCE_CQE_GRH |
+					  0x40) :
 			i == 1 ? METAROCE_CQE_WITH_INV : 0;
+		cqe->network_hdr_type = i == 0 ? 2 : 0;
 		cqe->sl = 3;
 		cqe->pkey_index = 1;
 	}
@@ -205,6 +208,26 @@ static void test_post_send(void)
 	assert(metaroce_post_send(ibqp, &wr[0], &bad) == EINVAL);
 	wr[4].next = NULL;
 	assert(metaroce_post_send(ibqp, &wr[4], &bad) == EINVAL);
+
+	/* a UD SEND names the AH by the kernel's number, not the handle */
+	{
+		struct metaroce_ah ah = { .ah_num = 77 };
+
+		ah.ibv_ah.handle = 5;
+		q->hdr->cons = q->hdr->prod;
+		wr[4].opcode = IBV_WR_SEND_WITH_IMM;
+		wr[4].imm_data = htobe32(0x1234);
+		wr[4].wr.ud.ah = &ah.ibv_ah;
+		wr[4].wr.ud.remote_qpn = 0xabcdef;
+		wr[4].wr.ud.remote_qkey = 0x11111111;
+		assert(metaroce_post_send(ibqp, &wr[4], &bad) == 0);
+		assert(doorbells == 5);
+		wqe = ring_slot(q, q->hdr->prod - 1);
+		assert(wqe->opcode == METAROCE_WR_SEND_WITH_IMM);
+		assert(wqe->ud.ah == 77 && wqe->ud.remote_qpn == 0xabcdef);
+		assert(wqe->ud.remote_qkey == 0x11111111 && !wqe->ud.reserved);
+		assert(wqe->rkey == 0 && wqe->remote_addr == 0);
+	}
 	free(q->map);
 }
 
@@ -233,7 +256,7 @@ static void test_post_recv(void)
 	wr[1].num_sge = 1;		/* wr[0] and wr[2] have no SGE */
 
 	assert(metaroce_post_recv(ibqp, wr, &bad) == ENOMEM);
-	assert(bad == &wr[2] && q->hdr->prod == 2 && doorbells == 4);
+	assert(bad == &wr[2] && q->hdr->prod == 2 && doorbells == 5);
 	wqe = ring_slot(q, 0);
 	assert(wqe->wr_id == 10 && wqe->num_sge == 0 && wqe->reserved == 0);
 	wqe = ring_slot(q, 1);

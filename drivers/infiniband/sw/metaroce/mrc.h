@@ -137,6 +137,7 @@ struct mrc_dev {
 	bool ordered;			/* one path, in-order placement */
 	spinlock_t credit_lock;		/* credit and every QP's crflow */
 	struct mrc_credit credit;	/* receiver credit pool */
+	atomic_t qkey_viol;		/* UD datagrams with a wrong Q_Key */
 	atomic64_t stats[MRC_ST_NR];
 };
 
@@ -176,6 +177,7 @@ static inline u32 mrc_now(void)
 
 struct mrc_ucontext {
 	struct ib_ucontext ibuc;
+	u32 caps;			/* METAROCE_CAP_* granted */
 };
 
 struct mrc_pd {
@@ -188,9 +190,13 @@ static inline struct mrc_pd *to_mpd(struct ib_pd *pd)
 	return container_of(pd, struct mrc_pd, ibpd);
 }
 
+struct mrc_ah_addr;
+
 struct mrc_ah {
 	struct ib_ah ibah;
 	struct rdma_ah_attr attr;
+	u32 ah_num;			/* how send WQEs name it */
+	struct mrc_ah_addr *addr;	/* resolved destination (mrc_ud.c) */
 };
 
 /*
@@ -582,6 +588,19 @@ void mrc_pkt_init(struct mrc_qp *qp, struct mrc_pkt *p, u8 op, u32 psn,
 void mrc_queue_pkt(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
 void mrc_flush_txq(struct mrc_qp *qp);
 u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid);
+struct socket *mrc_net_sock(struct mrc_dev *mdev, bool ipv6);
+
+/* mrc_ud.c: address handles, UD and GSI data path */
+int mrc_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+		  struct ib_udata *udata);
+int mrc_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr);
+int mrc_destroy_ah(struct ib_ah *ibah, u32 flags);
+bool mrc_ud_qp_allowed(enum ib_qp_type type, struct ib_udata *udata);
+int mrc_ud_post_send(struct mrc_qp *qp, const struct ib_send_wr *wr,
+		     const struct ib_send_wr **bad);
+void mrc_ud_send_run(struct mrc_qp *qp);
+void mrc_ud_rcv(struct mrc_dev *mdev, struct sk_buff *skb,
+		const struct mrc_pkt *p);
 
 /* mrc_stats.c */
 struct rdma_hw_stats *mrc_alloc_hw_port_stats(struct ib_device *ibdev,

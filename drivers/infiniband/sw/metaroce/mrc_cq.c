@@ -205,6 +205,7 @@ static void mrc_cqe_to_wc(const struct metaroce_cqe *c, struct ib_wc *wc,
 	wc->src_qp = c->src_qp;
 	wc->wc_flags = c->wc_flags;
 	wc->pkey_index = c->pkey_index;
+	wc->network_hdr_type = c->network_hdr_type;
 	wc->sl = c->sl;
 	wc->port_num = 1;
 	switch (c->opcode) {

@@ -384,6 +384,11 @@ static void mrc_rcv_skb(struct mrc_dev *mdev, struct sk_buff *skb,
 		mrc_count_drop(mdev, -err);
 		goto free;
 	}
+	/* datagrams have no peer to check: mrc_ud.c */
+	if (p.opcode == MRC_OP_UD_SEND) {
+		mrc_ud_rcv(mdev, skb, &p);
+		goto free;
+	}
 	qp = mrc_qp_get(mdev, p.dqpn);
 	if (!qp) {
 		mrc_count_drop(mdev, MRC_DROP_NO_QP);
@@ -454,4 +459,20 @@ static int mrc_udp_rcv(struct sock *sk, struct sk_buff *skb)
 drop:
 	kfree_skb(skb);
 	return 0;
+}
+
+/**
+ * mrc_net_sock() - the UDP socket of the device's namespace.
+ * @mdev: the device.
+ * @ipv6: the IPv6 socket, else the IPv4 one.
+ *
+ * Caller holds rcu_read_lock(); the socket stays valid until it drops it.
+ *
+ * Return: the socket, or NULL while the namespace goes away (or without
+ * IPv6).
+ */
+struct socket *mrc_net_sock(struct mrc_dev *mdev, bool ipv6)
+{
+	return ipv6 ? rcu_dereference(mdev->socks->sock6) :
+		      rcu_dereference(mdev->socks->sock4);
 }

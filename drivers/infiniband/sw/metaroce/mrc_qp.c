@@ -107,8 +107,11 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	switch (init->qp_type) {
 	case IB_QPT_RC:
+		break;
 	case IB_QPT_UD:
 	case IB_QPT_GSI:
+		if (!mrc_ud_qp_allowed(init->qp_type, udata))
+			return -EOPNOTSUPP;
 		break;
 	default:
 		return -EOPNOTSUPP;
@@ -592,6 +595,8 @@ int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		mrc_send_kick(qp);
 		return 0;
 	}
+	if (qp->ibqp.qp_type != IB_QPT_RC)
+		return mrc_ud_post_send(qp, wr, bad);
 	spin_lock_bh(&qp->lock);
 	if (qp->state < IB_QPS_RTS && qp->state != IB_QPS_ERR) {
 		spin_unlock_bh(&qp->lock);

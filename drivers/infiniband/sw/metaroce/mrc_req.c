@@ -549,6 +549,11 @@ void mrc_send_run(struct mrc_qp *qp)
 	bool more = false;
 	u32 now;
 
+	/* UD and GSI QPs send datagrams: mrc_ud.c */
+	if (qp->ibqp.qp_type != IB_QPT_RC) {
+		mrc_ud_send_run(qp);
+		return;
+	}
 	spin_lock_bh(&qp->lock);
 	if (qp->dead) {
 		spin_unlock_bh(&qp->lock);

@@ -138,7 +138,7 @@ static int mrc_query_port(struct ib_device *ibdev, u32 port,
 	a->port_cap_flags = IB_PORT_CM_SUP;
 	a->max_msg_sz = MRC_MAX_MSG_LEN;
 	a->bad_pkey_cntr = 0;
-	a->qkey_viol_cntr = 0;
+	a->qkey_viol_cntr = atomic_read(&mdev->qkey_viol);
 	a->pkey_tbl_len = 1;
 	a->max_vl_num = 1;
 	mrc_port_speed(mdev, &a->active_speed, &a->active_width);
@@ -194,12 +194,31 @@ static int mrc_modify_port(struct ib_device *ibdev, u32 port, int mask,
 	return 0;
 }
 
+/*
+ * The provider may announce features (struct metaroce_alloc_ucontext_req);
+ * the kernel grants those it knows and reports them in caps.  Without
+ * driver input (an older provider) the context gets none.
+ */
 static int mrc_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 {
+	struct mrc_ucontext *uc = container_of(ibuc, struct mrc_ucontext, ibuc);
+	struct metaroce_alloc_ucontext_req req = {};
 	struct metaroce_alloc_ucontext_resp resp = {
 		.abi_version = METAROCE_ABI_VERSION,
 	};
+	int err;
 
+	if (udata->inlen) {
+		err = ib_copy_from_udata(&req, udata,
+					 min_t(size_t, udata->inlen,
+					       sizeof(req)));
+		if (err)
+			return err;
+	}
+	uc->caps = 0;
+	if (req.flags & METAROCE_UCTX_UD_AH_NUM)
+		uc->caps |= METAROCE_CAP_UD;
+	resp.caps = uc->caps;
 	if (udata->outlen < sizeof(resp))
 		return udata->outlen ? -EINVAL : 0;
 	return ib_copy_to_udata(udata, &resp, sizeof(resp));
@@ -245,37 +264,6 @@ static int mrc_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 static int mrc_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	atomic_dec(&to_mdev(ibpd->device)->n_pd);
-	return 0;
-}
-
-static int mrc_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
-			 struct ib_udata *udata)
-{
-	struct mrc_dev *mdev = to_mdev(ibah->device);
-	struct mrc_ah *ah = container_of(ibah, struct mrc_ah, ibah);
-
-	if (!(rdma_ah_get_ah_flags(init->ah_attr) & IB_AH_GRH))
-		return -EINVAL;
-	if (atomic_inc_return(&mdev->n_ah) > MRC_MAX_AH) {
-		atomic_dec(&mdev->n_ah);
-		return -ENOMEM;
-	}
-	ah->attr = *init->ah_attr;
-	ah->attr.grh.sgid_attr = NULL;
-	return 0;
-}
-
-static int mrc_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr)
-{
-	struct mrc_ah *ah = container_of(ibah, struct mrc_ah, ibah);
-
-	*attr = ah->attr;
-	return 0;
-}
-
-static int mrc_destroy_ah(struct ib_ah *ibah, u32 flags)
-{
-	atomic_dec(&to_mdev(ibah->device)->n_ah);
 	return 0;
 }
 

@@ -13,8 +13,9 @@
  *   value is BAD_PMTU.
  * - Flags: SEND takes ACKREQ, SOLICITED, RETX, LAST, IMM, INV; WRITE the
  *   same without INV, and SOLICITED only together with IMM; READ_REQ and
- *   the atomics ACKREQ and RETX; responses RETX only; an ACK none.  IMM and
- *   INV exclude each other.  Without IMM or INV the imm field is reserved.
+ *   the atomics ACKREQ and RETX; responses RETX only; an ACK none; UD_SEND
+ *   SOLICITED and IMM.  IMM and INV exclude each other.  Without IMM or INV
+ *   the imm field is reserved.
  * - Segmentation (SEND, WRITE, READ_RESP): a packet starts on a segment
  *   boundary of the message; every packet but the one that ends the
  *   message carries exactly one full segment (else BAD_PAY_LEN).  SEND and
@@ -22,6 +23,10 @@
  * - READ_REQ asks for msg_len bytes from offset (a segment boundary) of a
  *   READ no longer than MRC_MAX_MSG_LEN: offset + msg_len <= that limit.
  * - Atomics: va 8-byte aligned, the compare field of FETCH_ADD zero.
+ * - UD_SEND: a whole message in one packet, so no more payload than the
+ *   segment size pmtu_shift names (the sender's MTU); PSN zero (datagrams
+ *   are not sequenced).  The Q_Key is carried as is: the receiving QP
+ *   decides whether it matches.
  * - ACK: known syndrome, RNR timer code < 32, ACK flags in MRC_ACKF_ALL,
  *   the 8 reserved bytes zero.  The credit field is carried as is (it has
  *   no meaning in version 1 and receivers ignore it).
@@ -48,6 +53,8 @@ u32 mrc_wire_hdr_len(u8 opcode, u8 sack_words)
 		return MRC_BTH_LEN + MRC_ATOMIC_LEN;
 	case MRC_OP_READ_RESP:
 		return MRC_BTH_LEN + MRC_RRESP_LEN;
+	case MRC_OP_UD_SEND:
+		return MRC_BTH_LEN + MRC_UD_LEN;
 	case MRC_OP_ATOMIC_RESP:
 		return MRC_BTH_LEN + MRC_ARESP_LEN;
 	case MRC_OP_ACK:
@@ -75,6 +82,8 @@ static u8 mrc_wire_flags_allowed(u8 opcode)
 	case MRC_OP_READ_RESP:
 	case MRC_OP_ATOMIC_RESP:
 		return MRC_F_RETX;
+	case MRC_OP_UD_SEND:
+		return MRC_F_SOLICITED | MRC_F_IMM;
 	default:
 		return 0;
 	}
@@ -176,6 +185,20 @@ static int mrc_wire_parse_rresp(const u8 *e, struct mrc_pkt *p)
 		return -MRC_DROP_BAD_PAY_LEN;
 	return mrc_wire_check_seg(p->rresp.offset, p->pay_len,
 				  p->rresp.msg_len, p->pmtu_shift);
+}
+
+static int mrc_wire_parse_ud(const u8 *e, struct mrc_pkt *p)
+{
+	p->ud.qkey = mrc_get_be32(e + MRC_UD_OFF_QKEY);
+	p->ud.imm = mrc_get_be32(e + MRC_UD_OFF_IMM);
+
+	if (p->pay_len > 1u << p->pmtu_shift)
+		return -MRC_DROP_BAD_PAY_LEN;
+	if (p->psn)
+		return -MRC_DROP_BAD_FIELD;
+	if (!(p->flags & MRC_F_IMM) && p->ud.imm)
+		return -MRC_DROP_BAD_FIELD;
+	return 0;
 }
 
 static int mrc_wire_parse_ack(const u8 *e, struct mrc_pkt *p)
@@ -284,6 +307,8 @@ int mrc_wire_parse(const void *buf, u32 len, struct mrc_pkt *p)
 		return mrc_wire_parse_atomic(e, p);
 	case MRC_OP_READ_RESP:
 		return mrc_wire_parse_rresp(e, p);
+	case MRC_OP_UD_SEND:
+		return mrc_wire_parse_ud(e, p);
 	case MRC_OP_ATOMIC_RESP:
 		p->aresp.orig = mrc_get_be64(e + MRC_ARESP_OFF_ORIG);
 		return p->pay_len ? -MRC_DROP_BAD_PAY_LEN : 0;
@@ -298,7 +323,8 @@ int mrc_wire_parse(const void *buf, u32 len, struct mrc_pkt *p)
  * @p: the header; @p->hdr_len is ignored (it follows from the opcode).
  *
  * Reserved fields are written as zero, so are the imm field of a packet
- * without IMM or INV and the compare field of FETCH_ADD.  Nothing else is
+ * without IMM or INV (UD_SEND: without IMM) and the compare field of
+ * FETCH_ADD.  Nothing else is
  * checked: the caller builds valid headers.
  *
  * Return: header bytes written, 0 for an unknown opcode or too many SACK
@@ -353,6 +379,11 @@ u32 mrc_wire_build(void *buf, const struct mrc_pkt *p)
 		break;
 	case MRC_OP_ATOMIC_RESP:
 		mrc_put_be64(e + MRC_ARESP_OFF_ORIG, p->aresp.orig);
+		break;
+	case MRC_OP_UD_SEND:
+		mrc_put_be32(e + MRC_UD_OFF_QKEY, p->ud.qkey);
+		if (p->flags & MRC_F_IMM)
+			mrc_put_be32(e + MRC_UD_OFF_IMM, p->ud.imm);
 		break;
 	default:
 		e[MRC_ACK_OFF_SYNDROME] = p->ack.syndrome;

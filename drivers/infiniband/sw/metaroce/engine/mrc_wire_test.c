@@ -21,7 +21,8 @@ enum mrc_wt_kind {
 	MW_PAY,		/* p.pay_len = val: datagram length follows */
 	MW_MSGLEN,	/* req.msg_len or rresp.msg_len */
 	MW_OFFSET,	/* req.offset or rresp.offset */
-	MW_IMM,
+	MW_IMM,		/* req.imm or ud.imm */
+	MW_QKEY,	/* ud.qkey */
 	MW_VA,		/* atomic.va */
 	MW_CMP,		/* atomic.compare */
 	MW_SYN,
@@ -102,6 +103,15 @@ static void mrc_wt_base(struct mrc_pkt *p, u8 op)
 	case MRC_OP_ATOMIC_RESP:
 		p->aresp.orig = 0x8000000000000001ull;
 		break;
+	case MRC_OP_UD_SEND:	/* a MAD-sized datagram to QP1, with immediate */
+		p->flags = MRC_F_IMM | MRC_F_SOLICITED;
+		p->dqpn = 1;
+		p->psn = 0;
+		p->pmtu_shift = 10;
+		p->pay_len = 256;
+		p->ud.qkey = 0x80010000;
+		p->ud.imm = 0x01020304;
+		break;
 	case MRC_OP_ACK:
 		p->pmtu_shift = 0;
 		p->ack.syndrome = MRC_SYN_ACK;
@@ -121,6 +131,7 @@ static void mrc_wt_base(struct mrc_pkt *p, u8 op)
 static void mrc_wt_apply(struct mrc_pkt *p, const struct mrc_wt_mut *m)
 {
 	bool rresp = p->opcode == MRC_OP_READ_RESP;
+	bool ud = p->opcode == MRC_OP_UD_SEND;
 
 	switch (m->kind) {
 	case MW_FLAGS:
@@ -154,7 +165,13 @@ static void mrc_wt_apply(struct mrc_pkt *p, const struct mrc_wt_mut *m)
 			p->req.offset = m->val;
 		break;
 	case MW_IMM:
-		p->req.imm = m->val;
+		if (ud)
+			p->ud.imm = m->val;
+		else
+			p->req.imm = m->val;
+		break;
+	case MW_QKEY:
+		p->ud.qkey = m->val;
 		break;
 	case MW_VA:
 		p->atomic.va = m->val;
@@ -189,6 +206,8 @@ static u32 mrc_wt_make(struct kunit *test, const struct mrc_wt_case *c,
 	/* what build writes as zero */
 	if (p->opcode <= MRC_OP_READ_REQ && !(p->flags & (MRC_F_IMM | MRC_F_INV)))
 		p->req.imm = 0;
+	if (p->opcode == MRC_OP_UD_SEND && !(p->flags & MRC_F_IMM))
+		p->ud.imm = 0;
 	hl = mrc_wire_build(buf, p);
 	KUNIT_ASSERT_NE(test, hl, 0);
 	i = p->opcode == MRC_OP_ACK ? p->ack.sack_words : 0;
@@ -248,6 +267,10 @@ static void mrc_wt_expect_same(struct kunit *test, const struct mrc_pkt *a,
 		break;
 	case MRC_OP_ATOMIC_RESP:
 		KUNIT_EXPECT_EQ(test, a->aresp.orig, b->aresp.orig);
+		break;
+	case MRC_OP_UD_SEND:
+		KUNIT_EXPECT_EQ(test, a->ud.qkey, b->ud.qkey);
+		KUNIT_EXPECT_EQ(test, a->ud.imm, b->ud.imm);
 		break;
 	case MRC_OP_ACK:
 		KUNIT_EXPECT_EQ(test, a->ack.syndrome, b->ack.syndrome);
@@ -313,6 +336,19 @@ static const struct mrc_wt_case mrc_wt_good[] = {
 	  { M(MW_DQPN, 0xffffff), M(MW_SQPN, 0xffffff), M(MW_PSN, 0) } },
 	{ "atomic_va_aligned_top", MRC_OP_ATOMIC_CS,
 	  { M(MW_VA, 0xfffffffffffffff8ull) } },
+	{ "ud_send_imm_solicited", MRC_OP_UD_SEND },
+	{ "ud_send_plain", MRC_OP_UD_SEND, { M(MW_FLAGS, 0) } },
+	{ "ud_send_solicited", MRC_OP_UD_SEND, { M(MW_FLAGS, MRC_F_SOLICITED) } },
+	{ "ud_send_zero_length", MRC_OP_UD_SEND, { M(MW_PAY, 0) } },
+	{ "ud_send_full_4096", MRC_OP_UD_SEND,
+	  { M(MW_PMTU, 12), M(MW_PAY, 4096) } },
+	{ "ud_send_full_256", MRC_OP_UD_SEND,
+	  { M(MW_PMTU, 8), M(MW_PAY, 256) } },
+	{ "ud_send_qkey_zero", MRC_OP_UD_SEND, { M(MW_QKEY, 0) } },
+	{ "ud_send_qkey_all_ones", MRC_OP_UD_SEND,
+	  { M(MW_QKEY, 0xffffffff), M(MW_IMM, 0xffffffff) } },
+	{ "ud_send_qpn_24_bits_max", MRC_OP_UD_SEND,
+	  { M(MW_DQPN, 0xffffff), M(MW_SQPN, 0xffffff) } },
 };
 
 static void mrc_wt_desc(const struct mrc_wt_case *c, char *desc)
@@ -364,7 +400,7 @@ static const struct mrc_wt_case mrc_wt_bad[] = {
 	{ "version_low_nibble", MRC_OP_SEND, { MB(0, 0x11) }, E(BAD_FIELD) },
 	/* opcode */
 	{ "opcode_0", MRC_OP_SEND, { MB(1, 0x00) }, E(BAD_OPCODE) },
-	{ "opcode_6", MRC_OP_SEND, { MB(1, 0x06) }, E(BAD_OPCODE) },
+	{ "opcode_7", MRC_OP_SEND, { MB(1, 0x07) }, E(BAD_OPCODE) },
 	{ "opcode_0x12", MRC_OP_READ_RESP, { MB(1, 0x12) }, E(BAD_OPCODE) },
 	{ "opcode_0xff", MRC_OP_ACK, { MB(1, 0xff) }, E(BAD_OPCODE) },
 	/* header length */
@@ -508,6 +544,42 @@ static const struct mrc_wt_case mrc_wt_bad[] = {
 	{ "ack_syndrome_255", MRC_OP_ACK, { M(MW_SYN, 255) }, E(BAD_FIELD) },
 	{ "ack_flag_0x08", MRC_OP_ACK, { M(MW_ACKF, 0x08) }, E(BAD_FIELD) },
 	{ "ack_rnr_timer_32", MRC_OP_ACK, { M(MW_RNRT, 32) }, E(BAD_FIELD) },
+	/* UD datagrams */
+	{ "ud_ext_cut", MRC_OP_UD_SEND, { M(MW_LEN, 31) }, E(TRUNCATED) },
+	{ "ud_hdrw_long", MRC_OP_UD_SEND, { MB(3, 9) }, E(BAD_HDR_LEN) },
+	{ "ud_hdrw_as_request", MRC_OP_UD_SEND, { MB(3, 14) }, E(BAD_HDR_LEN) },
+	{ "ud_send_as_ud", MRC_OP_SEND, { MB(1, MRC_OP_UD_SEND) },
+	  E(BAD_HDR_LEN) },
+	{ "ud_pay_len_field", MRC_OP_UD_SEND, { M(MW_LENADD, 1) },
+	  E(BAD_PAY_LEN) },
+	{ "ud_above_mtu", MRC_OP_UD_SEND, { M(MW_PMTU, 8), M(MW_PAY, 257) },
+	  E(BAD_PAY_LEN) },
+	{ "ud_above_4096", MRC_OP_UD_SEND, { M(MW_PMTU, 12), M(MW_PAY, 4097) },
+	  E(BAD_PAY_LEN) },
+	{ "ud_pmtu_0", MRC_OP_UD_SEND, { M(MW_PMTU, 0), M(MW_PAY, 0) },
+	  E(BAD_PMTU) },
+	{ "ud_pmtu_7", MRC_OP_UD_SEND, { M(MW_PMTU, 7), M(MW_PAY, 0) },
+	  E(BAD_PMTU) },
+	{ "ud_pmtu_13", MRC_OP_UD_SEND, { M(MW_PMTU, 13) }, E(BAD_PMTU) },
+	{ "ud_psn_nonzero", MRC_OP_UD_SEND, { M(MW_PSN, 1) }, E(BAD_FIELD) },
+	{ "ud_psn_top_bit", MRC_OP_UD_SEND, { M(MW_PSN, 0x80000000) },
+	  E(BAD_FIELD) },
+	{ "ud_imm_without_flag", MRC_OP_UD_SEND,
+	  { M(MW_FLAGS, 0), MB(MRC_BTH_LEN + MRC_UD_OFF_IMM + 3, 1) },
+	  E(BAD_FIELD) },
+	{ "ud_ackreq", MRC_OP_UD_SEND, { M(MW_FLAGS, MRC_F_ACKREQ) },
+	  E(BAD_FIELD) },
+	{ "ud_retx", MRC_OP_UD_SEND, { M(MW_FLAGS, MRC_F_RETX) }, E(BAD_FIELD) },
+	{ "ud_last", MRC_OP_UD_SEND, { M(MW_FLAGS, MRC_F_LAST) }, E(BAD_FIELD) },
+	{ "ud_inv", MRC_OP_UD_SEND, { M(MW_FLAGS, MRC_F_INV) }, E(BAD_FIELD) },
+	{ "ud_ordered", MRC_OP_UD_SEND, { M(MW_FLAGS, MRC_F_ORDERED) },
+	  E(BAD_FIELD) },
+	{ "ud_flag_0x80", MRC_OP_UD_SEND, { M(MW_FLAGS, MRC_F_IMM | 0x80) },
+	  E(BAD_FIELD) },
+	{ "ud_dqpn_25_bits", MRC_OP_UD_SEND, { M(MW_DQPN, 0x1000000) },
+	  E(BAD_FIELD) },
+	{ "ud_sqpn_top_byte", MRC_OP_UD_SEND, { MB(8, 0x01) }, E(BAD_FIELD) },
+	{ "ud_base_reserved", MRC_OP_UD_SEND, { MB(23, 0x40) }, E(BAD_FIELD) },
 };
 
 KUNIT_ARRAY_PARAM(mrc_wt_bad, mrc_wt_bad, mrc_wt_desc);
@@ -533,7 +605,7 @@ static void mrc_wire_every_truncation(struct kunit *test)
 	static const u8 ops[] = {
 		MRC_OP_SEND, MRC_OP_WRITE, MRC_OP_READ_REQ, MRC_OP_ATOMIC_CS,
 		MRC_OP_ATOMIC_FA, MRC_OP_READ_RESP, MRC_OP_ATOMIC_RESP,
-		MRC_OP_ACK,
+		MRC_OP_ACK, MRC_OP_UD_SEND,
 	};
 	struct mrc_pkt *p = kunit_kzalloc(test, sizeof(*p), GFP_KERNEL);
 	u8 *buf = kunit_kzalloc(test, MRC_WT_BUF, GFP_KERNEL);
@@ -568,13 +640,14 @@ static void mrc_wire_hdr_lengths(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_ATOMIC_FA, 0), 56u);
 	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_READ_RESP, 0), 32u);
 	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_ATOMIC_RESP, 0), 32u);
+	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_UD_SEND, 0), 32u);
 	for (w = 0; w <= MRC_ACK_MAX_SACKW; w++)
 		KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_ACK, w), 56 + 8 * w);
 	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_ACK, 5), 0u);
 	/* unknown opcodes */
 	for (op = 0; op < 256; op++) {
 		switch (op) {
-		case MRC_OP_SEND ... MRC_OP_ATOMIC_FA:
+		case MRC_OP_SEND ... MRC_OP_UD_SEND:
 		case MRC_OP_READ_RESP:
 		case MRC_OP_ATOMIC_RESP:
 		case MRC_OP_ACK:
@@ -671,6 +744,38 @@ static void mrc_wire_byte_order(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, buf[31], 0x88);
 }
 
+/* the UD datagram header, byte by byte (as in the protocol document) */
+static void mrc_wire_ud_layout(struct kunit *test)
+{
+	static const u8 want[MRC_BTH_LEN + MRC_UD_LEN] = {
+		0x10, MRC_OP_UD_SEND, MRC_F_SOLICITED | MRC_F_IMM, 8,
+		0x00, 0x00, 0x00, 0x01,  0x00, 0x00, 0x12, 0x34,
+		0x00, 0x00, 0x00, 0x00,  0x0a, 0x0b, 0x0c, 0x0d,
+		0x01, 0x00, 10, 0x00,
+		0x80, 0x01, 0x00, 0x00,  0xde, 0xad, 0xbe, 0xef,
+	};
+	struct mrc_pkt *p = kunit_kzalloc(test, sizeof(*p), GFP_KERNEL);
+	u8 *buf = kunit_kzalloc(test, MRC_WT_BUF, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, p);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, buf);
+	mrc_wt_base(p, MRC_OP_UD_SEND);
+	p->sqpn = 0x1234;
+	p->tsval = 0x0a0b0c0d;
+	p->ud.imm = 0xdeadbeef;
+	KUNIT_ASSERT_EQ(test, mrc_wire_build(buf, p), 32u);
+	KUNIT_EXPECT_EQ(test, memcmp(buf, want, sizeof(want)), 0);
+	KUNIT_EXPECT_EQ(test, mrc_wire_parse(buf, 32 + 256, p), 0);
+	KUNIT_EXPECT_EQ(test, p->ud.qkey, 0x80010000u);
+
+	/* without IMM the immediate field is written as zero */
+	p->flags = 0;
+	memset(buf, 0xff, 64);
+	KUNIT_ASSERT_EQ(test, mrc_wire_build(buf, p), 32u);
+	KUNIT_EXPECT_EQ(test, memcmp(buf + 28, "\0\0\0\0", 4), 0);
+	KUNIT_EXPECT_EQ(test, buf[32], 0xff);
+}
+
 static struct kunit_case mrc_wire_cases[] = {
 	KUNIT_CASE_PARAM(mrc_wire_roundtrip, mrc_wt_good_gen_params),
 	KUNIT_CASE_PARAM(mrc_wire_reject, mrc_wt_bad_gen_params),
@@ -678,6 +783,7 @@ static struct kunit_case mrc_wire_cases[] = {
 	KUNIT_CASE(mrc_wire_hdr_lengths),
 	KUNIT_CASE(mrc_wire_build_zeroes),
 	KUNIT_CASE(mrc_wire_byte_order),
+	KUNIT_CASE(mrc_wire_ud_layout),
 	{}
 };
 
