@@ -506,6 +506,7 @@ static inline u32 mrc_cc_wnd(const struct mrc_cc *cc)
 #define MRC_PATH_LOSS_RETIRE	2	/* losses per epoch that retire an entropy */
 #define MRC_PATH_CE_RETIRE	4	/* CE echoes per epoch that retire one */
 #define MRC_PATH_EPOCH_PKTS	64	/* an entropy's own packets per epoch */
+#define MRC_PATH_OUTLIER	2	/* retire at this many times the average */
 
 /**
  * struct mrc_path_ent - one entropy (UDP source port) and its record.
@@ -602,8 +603,14 @@ u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid);
  * @now: current time.
  */
 void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now);
-/* a packet sent on @port was declared lost */
+/*
+ * a packet sent on @port was declared lost; the entropy is retired when
+ * its losses reach loss_retire and MRC_PATH_OUTLIER times the set's
+ * average (never in a set of one)
+ */
 void mrc_path_on_loss(struct mrc_path *p, u16 port, u32 now);
+/* replace @port with a fresh one at once (a single path that timed out) */
+void mrc_path_replace(struct mrc_path *p, u16 port);
 /* index of @port in the set, or -1 */
 int mrc_path_index(const struct mrc_path *p, u16 port);
 

@@ -11,8 +11,9 @@
  *   the clean ones).
  * - Losses are charged to the entropy the lost packet went out on.  An
  *   entropy with loss_retire losses (or ce_retire marks) within its last
- *   epoch_pkts packets is retired: it gets a fresh random port, i.e. a
- *   fresh draw of the ECMP hash.  That fresh draw is also how a failed
+ *   epoch_pkts packets, at least MRC_PATH_OUTLIER times the set's average
+ *   (reordering and random loss hit all alike), is retired: it gets a
+ *   fresh random port, i.e. a fresh draw of the ECMP hash.  That fresh draw is also how a failed
  *   path is probed again later: a new port that hashes onto it is judged
  *   like any other and kept only if it stays clean.
  *
@@ -193,6 +194,22 @@ static void mrc_path_skip(struct mrc_path *p, struct mrc_path_ent *e, u32 now)
 	e->skip_until = now + p->skip_us;
 }
 
+/*
+ * Is @e's count (losses or marks) an outlier of the set?  Reordering and
+ * random loss hit every entropy alike; a bad path stands out.  A single
+ * entropy never does: it has nothing to be compared with.
+ */
+static bool mrc_path_outlier(const struct mrc_path *p,
+			     const struct mrc_path_ent *e, bool ce)
+{
+	u64 sum = 0;
+	u32 i, mine = ce ? e->ce : e->losses;
+
+	for (i = 0; i < p->n; i++)
+		sum += ce ? p->ents[i].ce : p->ents[i].losses;
+	return (u64)mine * p->n >= MRC_PATH_OUTLIER * sum;
+}
+
 void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 {
 	struct mrc_path_ent *e = mrc_path_find(p, port);
@@ -204,7 +221,7 @@ void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 		p->ce_echoes++;
 		if (!p->aware)
 			return;
-		if (++e->ce >= p->ce_retire) {
+		if (++e->ce >= p->ce_retire && mrc_path_outlier(p, e, true)) {
 			mrc_path_retire(p, e);
 			return;
 		}
@@ -243,11 +260,19 @@ void mrc_path_on_loss(struct mrc_path *p, u16 port, u32 now)
 	p->losses++;
 	if (!p->aware)
 		return;
-	if (++e->losses >= p->loss_retire) {
+	if (++e->losses >= p->loss_retire && mrc_path_outlier(p, e, false)) {
 		mrc_path_retire(p, e);
 		return;
 	}
 	mrc_path_skip(p, e, now);
+}
+
+void mrc_path_replace(struct mrc_path *p, u16 port)
+{
+	struct mrc_path_ent *e = mrc_path_find(p, port);
+
+	if (e)
+		mrc_path_retire(p, e);
 }
 
 #ifdef MRC_ENGINE_KUNIT

@@ -170,11 +170,20 @@ static void mrc_path_isolated_losses_fade(struct kunit *test)
 
 	mrc_path_init(&p, ents, 1, 3, true);
 	port = ents[0].port;
+	/* a set of one is never retired by losses: nothing to compare */
+	mrc_path_on_loss(&p, port, 0);
+	mrc_path_on_loss(&p, port, 0);
+	mrc_path_on_loss(&p, port, 0);
+	KUNIT_EXPECT_EQ(test, p.retired, 0u);
+	mrc_path_replace(&p, port);
+	KUNIT_EXPECT_EQ(test, p.retired, 1u);
+	KUNIT_EXPECT_NE(test, ents[0].port, port);
+	port = ents[0].port;
 	for (e = 0; e < 5; e++) {
 		mrc_path_on_loss(&p, port, 0);
 		pt_count(&p, port, MRC_PATH_EPOCH_PKTS, 0);
 	}
-	KUNIT_EXPECT_EQ(test, p.retired, 0u);
+	KUNIT_EXPECT_EQ(test, p.retired, 1u);
 	KUNIT_EXPECT_EQ(test, ents[0].port, port);
 }
 
@@ -277,7 +286,28 @@ static void mrc_path_drains_dead_path(struct kunit *test)
 	KUNIT_EXPECT_GT(test, p.retired, 0u);
 }
 
+/* losses spread evenly (reordering, random loss) retire nothing */
+static void mrc_path_even_losses_keep(struct kunit *test)
+{
+	struct mrc_path_ent ents[4];
+	struct mrc_path p;
+	u32 i, k;
+
+	mrc_path_init(&p, ents, 4, 17, true);
+	for (k = 0; k < 3; k++)
+		for (i = 0; i < 4; i++)
+			mrc_path_on_loss(&p, ents[i].port, 0);
+	KUNIT_EXPECT_EQ(test, p.retired, 0u);
+	/* one of them loses on: it goes once at twice the average */
+	for (k = 0; k < 5; k++)
+		mrc_path_on_loss(&p, ents[2].port, 0);
+	KUNIT_EXPECT_EQ(test, p.retired, 0u);		/* 8 of 17 */
+	mrc_path_on_loss(&p, ents[2].port, 0);		/* 9 of 18 */
+	KUNIT_EXPECT_EQ(test, p.retired, 1u);
+}
+
 static struct kunit_case mrc_path_cases[] = {
+	KUNIT_CASE(mrc_path_even_losses_keep),
 	KUNIT_CASE(mrc_path_init_distinct_ports),
 	KUNIT_CASE(mrc_path_round_robin_even),
 	KUNIT_CASE(mrc_path_acks_sample_all),
