@@ -109,7 +109,8 @@ int mrc_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	if (n > cq->ring.depth || n > depth - 1) {
 		spin_unlock_irqrestore(&cq->lock, flags);
 		mrc_ring_free(&nr);
-		return n > cq->ring.depth ? -EINVAL : -EBUSY;
+		/* ibv_resize_cq(3): cqe below the unpolled count is invalid */
+		return -EINVAL;
 	}
 	/* unconsumed CQEs move to the start of the new ring */
 	for (i = 0; i < n; i++)

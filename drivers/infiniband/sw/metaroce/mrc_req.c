@@ -899,6 +899,11 @@ enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
 		/* the oldest packet's path delivered nothing for an RTO */
 		mrc_req_path_loss(qp, mrc_tx_slot(&qp->tx, qp->tx.una)->entropy,
 				  now);
+		/* a single path (ordered mode) fails over after two in a row */
+		if (qp->path.n == 1 && qp->tx.timeouts >= 2) {
+			mrc_path_replace(&qp->path, qp->path.ents[0].port);
+			mrc_stat_inc(mdev, MRC_ST_PATH_RETIRED);
+		}
 		if (mrc_cc_enable) {
 			mrc_cc_on_rto(&qp->cc, now);
 			mrc_stat_inc(mdev, MRC_ST_CC_CUTS);
