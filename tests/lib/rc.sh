@@ -13,9 +13,31 @@
 #   rc_result FILE KEY       KEY=value from the MRC_VERIFY_RESULT line
 #   rc_snap ARRAY DEV        port counters of DEV into an associative array
 #   rc_delta BEFORE AFTER NAME
+#   rc_snap_all ARRAY        counters of every RDMA device (one exec) into an
+#                            associative array, keys "DEV:COUNTER"
 #   netem_stat NS DEV dropped|sent  packets counted by the root qdisc
 #   rc_dmesg_mark / rc_dmesg_bad    kernel messages since the mark that
 #                            look like BUG/WARNING/Oops (printed, status 0)
+#   rc_ecmp_setup [topo_ecmp options]
+#                            topo_ecmp + management link + metaroce devices
+#                            $RC_DEV_A / $RC_DEV_B; sets GID_A, GID_B
+#   rc_ecmp_relink           delete and re-add both devices (link-add-time
+#                            module parameters take effect)
+#   rc_incast_setup N [topo_incast options]
+#                            topo_incast + a metaroce device per host:
+#                            ${RC_DEV_S}I in sender I, $RC_DEV_R in the
+#                            receiver; GIDs in INCAST_GID[I], INCAST_GID_R
+#   rc_incast_run [--timeout S] [--log P] [--sync] "I..." ARGS...
+#                            one mrc_verify pair per sender I (server in the
+#                            receiver on TCP port 18600+I), all at once;
+#                            --sync: the clients start their streams
+#                            together, once all have connected their QPs
+#                            (--start-file); logs P.I.srv/.cli; returns the
+#                            number of failed pairs; sets RC_INCAST_START
+#                            (the start, EPOCHREALTIME form)
+#   rc_param NAME [VALUE]    print / set a rdma_metaroce module parameter
+#                            (status 1 if the module has no such parameter)
+#   jain X...                Jain's fairness index of the numbers
 
 RC_REPO=$(cd "${BASH_SOURCE[0]%/*}/../.." && pwd -P)
 MRC_VERIFY=$RC_REPO/tests/tools/mrc_verify
@@ -77,6 +99,19 @@ rc_snap() {
 	done
 }
 
+rc_snap_all() {
+	local -n _rc_sa=$1
+	local w k line
+	_rc_sa=()
+	while IFS= read -r line; do
+		read -ra w <<<"$line"
+		[ "${w[0]:-}" = link ] || continue
+		for ((k = 2; k + 1 < ${#w[@]}; k += 2)); do
+			_rc_sa[${w[1]%/*}:${w[$k]}]=${w[k + 1]}
+		done
+	done < <(rdma statistic show 2>/dev/null)
+}
+
 rc_delta() {
 	local -n _rc_b=$1 _rc_a=$2
 	echo $((${_rc_a[$3]:-0} - ${_rc_b[$3]:-0}))
@@ -100,4 +135,105 @@ rc_dmesg_bad() {
 	dmesg | tail -n +$((RC_DMESG_MARK + 1)) |
 		grep -E -A12 'BUG|WARNING|Oops|refcount_t|general protection|hung task|soft lockup|RCU stall|list_(add|del) corruption' |
 		head -n 60
+}
+
+# --- ECMP fabric and incast (tests/vm/40-multipath.sh, 45-cc.sh) ---------------
+rc_ecmp_setup() {
+	topo_ecmp "$@" || return
+	topo_mgmt || return
+	_rc_ecmp_devs
+}
+
+_rc_ecmp_devs() {
+	in_host "$TOPO_A" rdma link add "$RC_DEV_A" type metaroce netdev "$TOPO_DEV" || return
+	in_host "$TOPO_B" rdma link add "$RC_DEV_B" type metaroce netdev "$TOPO_DEV" || return
+	GID_A=$(rxe_gid_index "$RC_DEV_A" "$ECMP_A_IP") || return
+	GID_B=$(rxe_gid_index "$RC_DEV_B" "$ECMP_B_IP") || return
+}
+
+rc_ecmp_relink() {
+	rdma link delete "$RC_DEV_A" >/dev/null 2>&1
+	rdma link delete "$RC_DEV_B" >/dev/null 2>&1
+	_rc_ecmp_devs
+}
+
+rc_param() {
+	local f=/sys/module/rdma_metaroce/parameters/$1
+	[ -e "$f" ] || return 1
+	if [ $# -gt 1 ]; then echo "$2" >"$f"; else cat "$f"; fi
+}
+
+: "${RC_DEV_S:=mrcS}" "${RC_DEV_R:=mrcR}"
+declare -ga INCAST_GID=()
+INCAST_GID_R=''
+rc_incast_setup() {
+	local n=$1 i
+	topo_incast "$@" || return
+	in_host "$INCAST_RCV" rdma link add "$RC_DEV_R" type metaroce netdev "$TOPO_DEV" || return
+	INCAST_GID_R=$(rxe_gid_index "$RC_DEV_R" "$INCAST_RCV_IP") || return
+	INCAST_GID=()
+	for ((i = 1; i <= n; i++)); do
+		in_host "$INCAST_SND$i" rdma link add "$RC_DEV_S$i" type metaroce netdev "$TOPO_DEV" || return
+		INCAST_GID[i]=$(rxe_gid_index "$RC_DEV_S$i" "$INCAST_NET.$i") || return
+	done
+}
+
+rc_incast_run() {
+	local to=180 log=/tmp/incast sync=0 i pids=() fails=0 startopt=() go='' end ready lines n=0
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--timeout) to=$2; shift 2 ;;
+		--log) log=$2; shift 2 ;;
+		--sync) sync=1; shift ;;
+		*) break ;;
+		esac
+	done
+	local flows=$1
+	shift
+	if [ "$sync" = 1 ]; then
+		go=/tmp/.incast-go.$BASHPID
+		rm -f "$go"
+		startopt=(--start-file "$go")
+	fi
+	for i in $flows; do
+		rm -f "$log.$i.cli" "$log.$i.srv"
+		srv_cli --timeout "$to" --log "$log.$i" \
+			in_host "$INCAST_RCV" "$MRC_VERIFY" -d "$RC_DEV_R" -g "$INCAST_GID_R" -p $((18600 + i)) -- \
+			in_host "$INCAST_SND$i" "$MRC_VERIFY" -d "$RC_DEV_S$i" -g "${INCAST_GID[i]}" -p $((18600 + i)) \
+			"${startopt[@]}" "$@" "$INCAST_RCV_MGMT_IP" &
+		pids[i]=$!
+		n=$((n + 1))
+	done
+	# shellcheck disable=SC2034 # RC_INCAST_START is for the caller
+	if [ "$sync" = 1 ]; then
+		# go once every client waits (its QP is connected) or has died
+		end=$((SECONDS + to))
+		while [ "$SECONDS" -lt "$end" ]; do
+			ready=0
+			for i in $flows; do
+				if ! kill -0 "${pids[i]}" 2>/dev/null; then
+					ready=$((ready + 1))
+				elif [ -f "$log.$i.cli" ]; then
+					mapfile -t lines <"$log.$i.cli"
+					[[ ${lines[*]} != *"waiting for $go"* ]] || ready=$((ready + 1))
+				fi
+			done
+			[ "$ready" -lt "$n" ] || break
+			bsleep 0.1
+		done
+		RC_INCAST_START=$EPOCHREALTIME
+		: >"$go"
+	else
+		RC_INCAST_START=$EPOCHREALTIME
+	fi
+	for i in $flows; do
+		wait "${pids[i]}" || fails=$((fails + 1))
+	done
+	[ -z "$go" ] || rm -f "$go"
+	return "$fails"
+}
+
+jain() {
+	awk 'BEGIN { s = 0; q = 0; for (i = 1; i < ARGC; i++) { s += ARGV[i]; q += ARGV[i] * ARGV[i] }
+		if (q > 0) printf "%.3f\n", s * s / ((ARGC - 1) * q); else print "0" }' "$@"
 }

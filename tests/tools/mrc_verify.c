@@ -122,6 +122,8 @@ static struct {
 	double stall_s;
 	unsigned max_errors;
 	const char *go_file;
+	double start_at;		/* CLOCK_REALTIME second to start at */
+	const char *start_file;		/* or: start once this file exists */
 	int64_t corrupt;		/* self-test: damage this op of ours */
 	int verbose;
 	const char *role;
@@ -142,6 +144,14 @@ static double now_s(void)
 }
 
 static double t_start;
+
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void msg(const char *fmt, ...)
@@ -1738,19 +1748,61 @@ static bool all_done(void)
 	return true;
 }
 
+/*
+ * --start-at / --start-file: hold our READY until the given wall-clock
+ * second, or until a file exists, so that several client processes (a
+ * fairness or incast test) start their streams together; the peer waits
+ * for READY.
+ */
+static void wait_start_at(void)
+{
+	double d;
+
+	if (O.start_file) {
+		struct timespec ts = { .tv_nsec = 5 * 1000 * 1000 };
+		struct stat st;
+		double t0 = now_s();
+
+		msg("waiting for %s", O.start_file);
+		while (stat(O.start_file, &st)) {
+			if (now_s() - t0 > 600)
+				die("--start-file %s: not there after 600 s", O.start_file);
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (O.start_at <= 0)
+		return;
+	d = O.start_at - wall_s();
+	if (d < 0) {
+		msg("--start-at: ready %.3f s late", -d);
+		return;
+	}
+	if (d > 3600)
+		die("--start-at is %.0f s away", d);
+	{
+		struct timespec ts = { .tv_sec = (time_t)d,
+				       .tv_nsec = (long)((d - (time_t)d) * 1e9) };
+
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
+}
+
 static int run_verify(void)
 {
 	struct ctl peer_stats = { 0 };
 	bool peer_done = false, done_sent = false;
-	double last_progress, t_run, secs;
+	double last_progress, t_run, secs, wall_run;
 	unsigned i;
 
 	for (i = 0; i < P.qps; i++)
 		responder_post_recvs(&Q[i]);
+	wait_start_at();
 	ctl_send(CTL_READY, 0, 0, 0, 0, 0);
 	ctl_wait(CTL_READY, NULL);
 	t_start = now_s();
 	t_run = t_start;
+	wall_run = wall_s();
 	last_progress = t_run;
 	msg("running: seed 0x%" PRIx64 " qps %u max-size %u window %u ops 0x%x dirs %u %s %" PRIu64,
 	    P.seed, P.qps, P.max_size, P.window, P.ops_mask, P.dirs,
@@ -1841,12 +1893,13 @@ static int run_verify(void)
 		       " peer_bytes_verified=%" PRIu64 " cqes=%" PRIu64 " errors=%" PRIu64
 		       " secs=%.3f goodput_mbps=%.2f total_mbps=%.2f per_op=%s forced=%" PRIu64
 		       " inline=%" PRIu64 " rkey0=%" PRIu64 " zero_sge_recvs=%" PRIu64
-		       " peer_status=%s\n",
+		       " peer_status=%s start_epoch=%.3f end_epoch=%.3f\n",
 		       O.role, (S.errors || g_abort) ? "FAIL" : "PASS", P.seed, P.qps, ops,
 		       S.bytes_req, S.ops_rsp, S.bytes_rsp, S.cqes, S.errors, secs,
 		       S.bytes_req * 8 / secs / 1e6, (S.bytes_req + S.bytes_rsp) * 8 / secs / 1e6,
 		       per, S.forced, S.inline_ops, S.rkey0_ops, S.zero_sge_recvs,
-		       peer_done ? (peer_stats.c ? "FAIL" : "PASS") : "unknown");
+		       peer_done ? (peer_stats.c ? "FAIL" : "PASS") : "unknown",
+		       wall_run, wall_run + secs);
 		fflush(stdout);
 	}
 	return (S.errors || g_abort || (peer_done && peer_stats.c)) ? 1 : 0;
@@ -2243,6 +2296,9 @@ static void usage(int rc)
 "      --max-errors N     stop after N errors (1)\n"
 "      --lax-sq-len       do not check byte_len of send-side completions\n"
 "      --go-file PATH     retry mode: post when PATH exists\n"
+"      --start-at EPOCH   verify mode: start the streams at this wall-clock\n"
+"                         second (date +%%s.%%N), e.g. several clients at once\n"
+"      --start-file PATH  verify mode: start the streams once PATH exists\n"
 "      --corrupt N        self-test: damage op N of this side's stream (its data,\n"
 "                         immediate or result); the run must then fail\n"
 "  -v, --verbose\n");
@@ -2296,7 +2352,7 @@ static uint32_t parse_ops(const char *s)
 int main(int argc, char **argv)
 {
 	enum { O_INLINE = 256, O_TIMEOUT, O_RETRY, O_RNR, O_RNRT, O_RNRD, O_MODE, O_BUSY,
-	       O_STALL, O_MAXERR, O_LAX, O_GO, O_DIR, O_CORRUPT };
+	       O_STALL, O_MAXERR, O_LAX, O_GO, O_DIR, O_CORRUPT, O_START, O_STARTF };
 	static const struct option lo[] = {
 		{ "dev", 1, 0, 'd' }, { "ib-port", 1, 0, 'i' }, { "gid-idx", 1, 0, 'g' },
 		{ "port", 1, 0, 'p' }, { "iters", 1, 0, 'n' }, { "duration", 1, 0, 'D' },
@@ -2308,7 +2364,9 @@ int main(int argc, char **argv)
 		{ "mode", 1, 0, O_MODE }, { "busy", 0, 0, O_BUSY }, { "stall", 1, 0, O_STALL },
 		{ "max-errors", 1, 0, O_MAXERR }, { "lax-sq-len", 0, 0, O_LAX },
 		{ "go-file", 1, 0, O_GO }, { "dir", 1, 0, O_DIR },
-		{ "corrupt", 1, 0, O_CORRUPT }, { "verbose", 0, 0, 'v' }, { "help", 0, 0, 'h' },
+		{ "corrupt", 1, 0, O_CORRUPT }, { "start-at", 1, 0, O_START },
+		{ "start-file", 1, 0, O_STARTF },
+		{ "verbose", 0, 0, 'v' }, { "help", 0, 0, 'h' },
 		{ 0 }
 	};
 	int c, rc;
@@ -2351,6 +2409,8 @@ int main(int argc, char **argv)
 		case O_LAX: O.lax_sq_len = true; break;
 		case O_GO: O.go_file = optarg; break;
 		case O_CORRUPT: O.corrupt = strtoll(optarg, NULL, 0); break;
+		case O_START: O.start_at = atof(optarg); break;
+		case O_STARTF: O.start_file = optarg; break;
 		case O_DIR:
 			if (!strcmp(optarg, "both"))
 				P.dirs = 3;
