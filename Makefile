@@ -5,6 +5,7 @@
 #   make            build the kernel module and the rdma-core provider
 #   make check      install what is needed, build, run every test
 #   make demo       boot the test bed and show RDMA across a lossy link
+#   make bench      metaroce vs rxe benchmarks in the test bed (not in check)
 #   make install    install the module (and point ld.so at the provider)
 #
 # KDIR: kernel build tree.  Default: the running kernel's, if it exists,
@@ -23,7 +24,7 @@ export METAROCE_CACHE
 
 KBUILD_ARGS := -C $(KDIR) M=$(MOD_DIR) CONFIG_RDMA_METAROCE=m
 
-.PHONY: all module provider deps check kunit vmtest lint demo install clean
+.PHONY: all module provider deps check kunit vmtest lint demo bench install clean
 
 all: module provider
 
@@ -55,6 +56,10 @@ demo:
 	$(MAKE) module
 	scripts/build-rdma-core
 	scripts/vm-run --timeout 600 tests/demo.sh
+
+# benchmarks: results in bench-results/ (METAROCE_BENCH_OUT), see scripts/bench
+bench:
+	scripts/bench
 
 install: module
 	$(MAKE) $(KBUILD_ARGS) INSTALL_MOD_DIR=updates modules_install
