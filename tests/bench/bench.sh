@@ -47,7 +47,8 @@
 #                              9000:100,1500:50; quick 9000:100)
 #   METAROCE_BENCH_LOSS        loss points in % (default 0.1,1,5,10; quick
 #                              1,10); METAROCE_BENCH_LOSS_BOTH likewise
-#                              for both directions (quick 1)
+#                              for both directions (quick 1); set but
+#                              empty: no such points
 #   METAROCE_BENCH_GEMODEL     bursty loss "P,R" (netem loss gemodel P% R%;
 #                              default 0.2,20: ~1 % loss in bursts of ~5)
 #   METAROCE_BENCH_QUEUE_PKTS  queue size, see above
@@ -71,12 +72,12 @@ QPKTS=${METAROCE_BENCH_QUEUE_PKTS:-192}
 if [ "$QUICK" = 1 ]; then
 	DUR=7 MARGIN=1 REPS=1 LAT_REPS=1 LAT_N=500 RECOV_MB=16
 	CONFIGS=${METAROCE_BENCH_CONFIGS:-9000:100}
-	LOSS=${METAROCE_BENCH_LOSS:-1,10} LOSS_BOTH=${METAROCE_BENCH_LOSS_BOTH:-1}
+	LOSS=${METAROCE_BENCH_LOSS-1,10} LOSS_BOTH=${METAROCE_BENCH_LOSS_BOTH-1}
 else
 	# latency runs are short and the noisiest: more of them
 	DUR=12 MARGIN=2 REPS=3 LAT_REPS=5 LAT_N=2000 RECOV_MB=64
 	CONFIGS=${METAROCE_BENCH_CONFIGS:-9000:100,1500:50}
-	LOSS=${METAROCE_BENCH_LOSS:-0.1,1,5,10} LOSS_BOTH=${METAROCE_BENCH_LOSS_BOTH:-$LOSS}
+	LOSS=${METAROCE_BENCH_LOSS-0.1,1,5,10} LOSS_BOTH=${METAROCE_BENCH_LOSS_BOTH-$LOSS}
 fi
 GEMODEL=${METAROCE_BENCH_GEMODEL:-0.2,20}
 LAT_PIN=--pin

@@ -254,16 +254,20 @@ bench_cdelta() {
 # Runs as its own bash inside the switch namespace (so /sys/class/net shows
 # the switch ports), builtins only: "S time tx_bytes cpu_busy cpu_idle" per
 # sample, "E down|up time" around an outage. Sleeping is a read with a
-# timeout on a pipe nobody writes to (sleep(1) would be an exec). tc runs as
-# one long-lived batch process so the outage starts and ends on time, and
-# sampling goes on during the outage.
+# timeout on a pipe nobody writes to (sleep(1) would be an exec).
+# The outage: tc runs as one long-lived batch process, and each change is
+# followed by a "qdisc show" whose answer confirms it took effect; the
+# events carry the confirmation times and the outage lasts OUTAGE_MS from
+# the confirmed start. The poller and tc run SCHED_FIFO (bench_poll_start):
+# a guest busy with the transfer otherwise delayed them by up to ~100 ms,
+# and an outage now and then did not happen at all.
 _bench_poller() {
 	local dev=$1 ivus=$2 trig=$3 oms=$4 stop=$5 fd b b0 u n s i w q sq st p
 	local now down=0 up=0 rem
 	shift 5
 	exec {fd}<> <(:)
 	if [ "$trig" -gt 0 ]; then
-		coproc TCB { exec tc -force -batch - >/dev/null 2>&1; }
+		coproc TCB { exec tc -force -batch - 2>&1; }
 	fi
 	read -r b0 <"/sys/class/net/$dev/statistics/tx_bytes"
 	echo "R $EPOCHREALTIME"
@@ -274,13 +278,13 @@ _bench_poller() {
 		echo "S $now $((b - b0)) $((u + n + s + q + sq + st)) $((i + w))"
 		now=${now/./}
 		if [ "$trig" -gt 0 ] && [ $down = 0 ] && [ $((b - b0)) -ge "$trig" ]; then
-			for p; do echo "qdisc change dev $p root handle 1: netem limit 100000 loss 100%" >&"${TCB[1]}"; done
+			_bench_tc_set "loss 100%" "$@"
 			now=$EPOCHREALTIME
 			echo "E down $now"
 			now=${now/./} down=${now/./}
 		fi
 		if [ $down != 0 ] && [ $up = 0 ] && [ $((now - down)) -ge $((oms * 1000)) ]; then
-			for p; do echo "qdisc change dev $p root handle 1: netem limit 100000" >&"${TCB[1]}"; done
+			_bench_tc_set "" "$@"
 			now=$EPOCHREALTIME
 			echo "E up $now"
 			now=${now/./} up=${now/./}
@@ -298,10 +302,29 @@ _bench_poller() {
 	done
 	# never leave the link down
 	if [ $down != 0 ] && [ $up = 0 ]; then
-		for p; do echo "qdisc change dev $p root handle 1: netem limit 100000" >&"${TCB[1]}"; done
+		_bench_tc_set "" "$@"
 		echo "E up $EPOCHREALTIME"
 	fi
 	return 0
+}
+
+# _bench_tc_set NETEM-ARGS PORT...: change the root netem of every PORT
+# through the tc coprocess, then wait (at most 2 s) until tc shows the last
+# port's new netem line.
+_bench_tc_set() {
+	local args=$1 p last='' line
+	shift
+	for p; do
+		echo "qdisc change dev $p root handle 1: netem limit 100000 $args" >&"${TCB[1]}"
+		last=$p
+	done
+	echo "qdisc show dev $last" >&"${TCB[1]}"
+	while read -r -t 2 -u "${TCB[0]}" line; do
+		[[ $line == "qdisc netem 1:"* ]] || continue
+		if [ -n "$args" ]; then [[ $line == *"$args"* ]] && return 0; else [[ $line != *loss* ]] && return 0; fi
+	done
+	echo "W tc did not confirm '$args' on $last"
+	return 1
 }
 
 BENCH_POLL_PID='' BENCH_POLL_OUT=/tmp/bench_poll.out BENCH_POLL_STOP=/tmp/bench_poll.stop
@@ -313,7 +336,7 @@ bench_poll_start() {
 	rm -f "$BENCH_POLL_STOP"
 	: >"$BENCH_POLL_OUT"
 	# shellcheck disable=SC2016 # expanded by the inner bash
-	ip netns exec "$TOPO_SW" bash -c "$(declare -f _bench_poller)"'; _bench_poller "$@"' _ \
+	ip netns exec "$TOPO_SW" chrt -f 10 bash -c "$(declare -f _bench_poller _bench_tc_set)"'; _bench_poller "$@"' _ \
 		"$dev" "$iv" "$trig" "$oms" "$BENCH_POLL_STOP" "$@" >"$BENCH_POLL_OUT" 2>/dev/null &
 	BENCH_POLL_PID=$!
 	# running (its first line) before the traffic starts
@@ -337,6 +360,7 @@ bench_poll_stop() {
 			[ -n "$t0" ] || continue
 			e+="${e:+,}\"$t\":$(_bench_tdiff "$b" "$t0")"
 			;;
+		W) e+="${e:+,}\"tc_unconfirmed\":true" ;;
 		esac
 	done <"$BENCH_POLL_OUT"
 	# shellcheck disable=SC2034 # for the caller
