@@ -76,7 +76,7 @@ u32 mrc_rtt_rto(const struct mrc_rtt *r);
 #define MRC_RTO_MAX_US		1000000
 #define MRC_RTO_MAX_BACKOFF	16	/* cap of mrc_rtt.backoff */
 #define MRC_REO_WND_MIN_US	50	/* floor of the RACK reordering window */
-#define MRC_REO_STEPS_MAX	64	/* reo_wnd grows to min_rtt/4 x steps, power of 2 */
+#define MRC_REO_STEPS_MAX	256	/* reo_wnd grows to min_rtt/4 x steps, power of 2 */
 #define MRC_REO_PERSIST		16	/* recoveries without a spurious retx */
 #define MRC_TLP_MIN_US		200	/* floor of the tail-loss probe timeout */
 
@@ -107,7 +107,11 @@ struct mrc_tx_slot {
  * struct mrc_tx - sender side of one QP's PSN space.
  * @una: oldest PSN not yet delivered.
  * @nxt: next new PSN.
- * @wnd: maximum outstanding PSNs (nxt - una), <= @nslots.
+ * @wnd: maximum PSNs in flight (mrc_tx_inflight()): the congestion
+ *	window or the peer's credit, set by the caller.
+ * @range: maximum outstanding PSNs (nxt - una), <= @nslots: how far past
+ *	a hole the sender may go; the receiver's window must cover it.
+ * @sacked: PSNs in (una, nxt) already delivered.
  * @nslots: size of @slots, a power of two.
  * @slots: caller-provided array; PSN p uses slots[p & (nslots - 1)].
  * @rack_ts: xmit_ts of the most recently sent packet known delivered.
@@ -137,7 +141,9 @@ struct mrc_tx_slot {
  * @rresp_valid: the rresp_* fields hold a delivery.
  * @reo_wnd_min: floor of @reo_wnd (MRC_REO_WND_MIN_US), caller tunable.
  * @reo_steps: @reo_wnd is max(min_rtt / 4 x steps, @reo_wnd_min), capped
- *	at srtt; spurious retransmissions raise it.
+ *	at srtt + @reo_cap_var x rttvar; spurious retransmissions raise it.
+ * @reo_cap_var: rttvar multiples the cap of @reo_wnd adds to srtt (0: the
+ *	cap is srtt, as RFC 8985), caller tunable.
  * @reo_recov: loss recoveries since the last spurious retransmission.
  * @reo_deadline: when the RACK reordering timer expires, if @reo_armed.
  * @reo_armed: some PSN waits for the reordering window to pass.
@@ -153,6 +159,8 @@ struct mrc_tx {
 	u32 una;
 	u32 nxt;
 	u32 wnd;
+	u32 range;
+	u32 sacked;
 	u32 nslots;
 	struct mrc_tx_slot *slots;
 	u32 rack_ts;
@@ -175,6 +183,7 @@ struct mrc_tx {
 	u32 reo_wnd_min;
 	u32 reo_steps;
 	u32 reo_steps_min;
+	u32 reo_cap_var;
 	u32 reo_recov;
 	u32 reo_deadline;
 	bool reo_armed;
@@ -195,10 +204,21 @@ static inline u32 mrc_tx_outstanding(const struct mrc_tx *tx)
 	return tx->nxt - tx->una;
 }
 
+/*
+ * PSNs in the network: outstanding ones neither delivered (SACKed) nor
+ * marked lost.  The window limits these, as TCP's pipe, so a hole waiting
+ * for the reordering window does not stop the sender.
+ */
+static inline u32 mrc_tx_inflight(const struct mrc_tx *tx)
+{
+	return mrc_tx_outstanding(tx) - tx->sacked - tx->lost;
+}
+
 /* room for @n new PSNs */
 static inline bool mrc_tx_can_send(const struct mrc_tx *tx, u32 n)
 {
-	return mrc_tx_outstanding(tx) + n <= tx->wnd;
+	return mrc_tx_outstanding(tx) + n <= tx->range &&
+	       mrc_tx_inflight(tx) + n <= tx->wnd;
 }
 
 /**

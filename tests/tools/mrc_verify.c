@@ -20,7 +20,7 @@
  * slots or receive buffers, so the test needs no RNR retries.
  *
  * Other modes (--mode) provoke error completions for the error tests:
- * badrkey, retry, rnr.
+ * badrkey, retry, rnr, rdlimit.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -74,8 +74,8 @@ static const char *const op_short[OP_NR] = {
 	"send", "send_imm", "write", "write_imm", "read", "cas", "faa",
 };
 
-enum mode { MODE_VERIFY, MODE_BADRKEY, MODE_RETRY, MODE_RNR };
-static const char *const mode_name[] = { "verify", "badrkey", "retry", "rnr" };
+enum mode { MODE_VERIFY, MODE_BADRKEY, MODE_RETRY, MODE_RNR, MODE_RDLIMIT };
+static const char *const mode_name[] = { "verify", "badrkey", "retry", "rnr", "rdlimit" };
 
 /* ------------------------------------------------------------------------ */
 /* options                                                                   */
@@ -893,6 +893,9 @@ static void connect_qp(struct qpc *q)
 
 	memcpy(a.ah_attr.grh.dgid.raw, peer_side.gid, 16);
 	a.ah_attr.dlid = peer_side.lid;
+	/* rdlimit: the server's responders get 1 and 0 READ/atomic resources */
+	if (P.mode == MODE_RDLIMIT && !O.server)
+		a.max_dest_rd_atomic = q->idx == 0 ? 1 : 0;
 	for (tries = 0;; tries++) {
 		if (!ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
@@ -2071,6 +2074,92 @@ static int run_badrkey(void)
 	return fails ? 1 : 0;
 }
 
+/*
+ * Responder resources: the server's QP 1 has max_dest_rd_atomic 0, QP 0
+ * has 1, while the client allows itself many.  A READ on QP 1 must fail
+ * with IBV_WC_REM_INV_REQ_ERR; of READs posted back to back on QP 0 the
+ * first succeeds, one fails the same way and the rest are flushed.
+ */
+static int run_rdlimit(void)
+{
+	const unsigned n = 8;
+	/*
+	 * Large enough that the first READ is still being answered when the
+	 * next request arrives (with a window that sends each in one packet)
+	 */
+	uint32_t len = slot_size < (1u << 20) ? slot_size : 1u << 20;
+	unsigned i, fails = 0, ok = 0, inv = 0, flushed = 0;
+	struct qpc *q;
+	struct ibv_wc wc;
+	bool got;
+
+	if (P.qps < 2)
+		die("rdlimit mode needs --qps 2");
+	warm_up();
+	ctl_send(CTL_WARM, 0, 0, 0, 0, 0);
+	ctl_wait(CTL_WARM, NULL);
+	if (!O.server) {	/* the server: passive */
+		ctl_wait(CTL_DONE, NULL);
+		printf("MRC_VERIFY_RESULT role=server mode=rdlimit status=PASS\n");
+		return 0;
+	}
+	q = &Q[1];
+	post1(q, IBV_WR_RDMA_READ, 1, q->rbuf, 8, q->rbuf_mr->lkey, q->rem.rsrc_addr,
+	      q->rem.rsrc_rkey);
+	got = wait_wc(&wc, 60);
+	printf("RDLIMIT case=0 what=\"READ, max_dest_rd_atomic 0\" status=%s\n",
+	       got ? ibv_wc_status_str(wc.status) : "none");
+	if (!got || wc.status != IBV_WC_REM_INV_REQ_ERR || wc.wr_id != 1) {
+		error("READ without responder resources: expected IBV_WC_REM_INV_REQ_ERR, got %s",
+		      got ? ibv_wc_status_str(wc.status) : "no completion in 60 s");
+		fails++;
+	}
+
+	q = &Q[0];
+	for (i = 0; i < n; i++)
+		post1(q, IBV_WR_RDMA_READ, 10 + i, q->rbuf, len, q->rbuf_mr->lkey,
+		      q->rem.rsrc_addr, q->rem.rsrc_rkey);
+	for (i = 0; i < n; i++) {
+		if (!wait_wc(&wc, 60)) {
+			error("READ %u of %u: no completion in 60 s", i + 1, n);
+			fails++;
+			break;
+		}
+		if (wc.wr_id != 10 + i || wc.qp_num != q->qp->qp_num) {
+			error("completion out of order: wr_id %" PRIu64 " for READ %u", wc.wr_id, i + 1);
+			fails++;
+		}
+		if (wc.status == IBV_WC_SUCCESS && !inv && !flushed) {
+			ok++;
+		} else if (wc.status == IBV_WC_REM_INV_REQ_ERR && !inv && !flushed) {
+			inv++;
+		} else if (wc.status == IBV_WC_WR_FLUSH_ERR && inv) {
+			flushed++;
+		} else {
+			error("READ %u of %u: unexpected %s", i + 1, n, ibv_wc_status_str(wc.status));
+			fails++;
+		}
+	}
+	if (ok) {
+		size_t first = 0, bad = pat_check(q->rbuf, read_key(my_dir, q->idx), 0, len, &first);
+
+		if (bad) {
+			error("READ data wrong: %zu of %u bytes, first at byte %zu", bad, len, first);
+			fails++;
+		}
+	}
+	printf("RDLIMIT case=1 what=\"%u READs of %u bytes, max_dest_rd_atomic 1\" ok=%u inv_req=%u flushed=%u\n",
+	       n, len, ok, inv, flushed);
+	if (!ok || inv != 1 || ok + inv + flushed != n) {
+		error("expected the first READs to succeed, then one IBV_WC_REM_INV_REQ_ERR, then flushes");
+		fails++;
+	}
+	ctl_send(CTL_DONE, 0, 0, 0, fails, 0);
+	printf("MRC_VERIFY_RESULT role=client mode=rdlimit status=%s errors=%u\n",
+	       fails ? "FAIL" : "PASS", fails);
+	return fails ? 1 : 0;
+}
+
 /* the peer disappears: RETRY_EXC_ERR after timeout x (retry_cnt + 1) */
 static int run_retry(void)
 {
@@ -2288,7 +2377,7 @@ static void usage(int rc)
 "      --rnr-retry N      (7)\n"
 "      --min-rnr-timer N  (12)\n"
 "      --rnr-delay MS     rnr mode: delay of the late receive (300)\n"
-"      --mode MODE        verify | badrkey | retry | rnr\n"
+"      --mode MODE        verify | badrkey | retry | rnr | rdlimit\n"
 "      --dir DIR          both | c2s | s2c: who sends requests (both)\n"
 "local options:\n"
 "      --busy             busy-poll the CQ instead of sleeping on events\n"
@@ -2446,7 +2535,7 @@ int main(int argc, char **argv)
 			die("--max-size too large");
 		if (P.mode == MODE_BADRKEY && P.qps < 5)
 			P.qps = 5;
-		if (P.mode == MODE_RNR && P.qps < 2)
+		if ((P.mode == MODE_RNR || P.mode == MODE_RDLIMIT) && P.qps < 2)
 			P.qps = 2;
 		if (P.mode == MODE_RETRY)
 			P.qps = 1;
@@ -2461,6 +2550,7 @@ int main(int argc, char **argv)
 	case MODE_BADRKEY: rc = run_badrkey(); break;
 	case MODE_RETRY: rc = run_retry(); break;
 	case MODE_RNR: rc = run_rnr(); break;
+	case MODE_RDLIMIT: rc = run_rdlimit(); break;
 	default: rc = 2;
 	}
 	/* no orderly teardown after errors: the process exit releases it all */

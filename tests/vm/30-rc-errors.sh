@@ -88,6 +88,23 @@ else
 	t_fail "rejected WRITEs and atomics left the responder's memory untouched" "$(cat /tmp/acc.srv)"
 fi
 
+# --- responder resources (max_dest_rd_atomic) ------------------------------------------
+# cc off: the full window lets each 1 MiB READ go as one request packet, so
+# the second arrives while the first is still being answered
+rc=0
+cc0=$(rc_param cc)
+rc_param cc N
+rc_verify --timeout 120 --log /tmp/rdl --mode rdlimit -s 1M || rc=$?
+rc_param cc "$cc0"
+l0=$(grep '^RDLIMIT case=0' /tmp/rdl.cli)
+l1=$(grep '^RDLIMIT case=1' /tmp/rdl.cli)
+if [ "$rc" -eq 0 ] && [ "$(rc_result /tmp/rdl.cli status)" = PASS ]; then
+	t_ok "READs beyond max_dest_rd_atomic complete with IBV_WC_REM_INV_REQ_ERR (${l0#*what=}; ${l1#*what=})"
+else
+	t_fail "READs beyond max_dest_rd_atomic complete with IBV_WC_REM_INV_REQ_ERR" \
+		"exit $rc" "$(cat /tmp/rdl.cli)"
+fi
+
 # --- receiver not ready ------------------------------------------------------------------
 rc_snap a0 "$RC_DEV_A"
 rc_snap b0 "$RC_DEV_B"

@@ -64,6 +64,7 @@ extern unsigned int mrc_window;
 extern bool mrc_cc_enable;
 extern unsigned int mrc_cc_target_us;
 extern unsigned int mrc_reo_steps;
+extern unsigned int mrc_reo_cap_var;
 extern bool mrc_path_aware;
 extern bool mrc_ordered;
 extern bool mrc_cc_ecn;
@@ -93,6 +94,9 @@ enum mrc_stat {
 	MRC_ST_NAK_RX,
 	MRC_ST_RETRY_EXC,
 	MRC_ST_CC_CUTS,
+	MRC_ST_SPURIOUS_RETX,
+	MRC_ST_SPURIOUS_RTO,
+	MRC_ST_REO_WND,
 	MRC_ST_TX_DROP,
 	MRC_ST_RTT_LAST,
 	MRC_ST_RTT_MIN,
@@ -348,6 +352,8 @@ struct mrc_rd {
 	u8 op;
 	u8 shift;
 	bool executing;
+	bool res_take;			/* starts a new READ/atomic message */
+	bool res_give;			/* ends one: its resource is free after */
 	u64 va;
 	u32 rkey;
 	u32 len;
@@ -420,6 +426,7 @@ struct mrc_qp {
 	u32 win_max;			/* window limit (module parameter) */
 	u32 credit;			/* the peer's grant, 0: no limit */
 	u32 spurious_rtos;		/* tx.spurious_rtos already acted on */
+	u32 spurious;			/* tx.spurious already counted */
 	bool sqd_notify;		/* SQD: raise IB_EVENT_SQ_DRAINED */
 	bool sqd_drained;		/* SQD: nothing left in flight */
 	u32 gbn_psn;			/* last go-back point (ordered) */
@@ -458,6 +465,13 @@ struct mrc_qp {
 	bool err_has_rmsn;
 	u8 err_status;
 	struct mrc_rd rd[MRC_RD_QUEUE];	/* unordered; slot free if !used */
+	u32 rd_res;			/* READ/atomic messages being answered */
+	bool rd_viol;			/* a message exceeded max_dest_rd_atomic */
+	u32 rd_viol_psn;		/* its PSN: NAKed once earlier ones are answered */
+	bool resp_fail;			/* the responder moved the QP to error */
+	bool nak_pending;		/* a fatal NAK waits for earlier WQEs */
+	u32 nak_psn;
+	u8 nak_status;
 	struct mrc_aresp aresp[MRC_RESP_CACHE];
 	u32 aresp_next;
 	struct hrtimer ack_timer;
@@ -468,6 +482,7 @@ struct mrc_qp {
 	struct completion done;
 	struct work_struct send_work;
 	struct sk_buff_head txq;	/* built packets waiting to go out */
+	unsigned long txq_busy;	/* bit 0: a CPU is sending txq */
 };
 
 static inline struct mrc_qp *to_mqp(struct ib_qp *qp)

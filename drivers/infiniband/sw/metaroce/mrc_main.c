@@ -52,7 +52,11 @@ MODULE_PARM_DESC(cc_target_us, "Queueing delay the congestion window allows abov
 
 unsigned int mrc_reo_steps = 16;
 module_param_named(reo_steps, mrc_reo_steps, uint, 0644);
-MODULE_PARM_DESC(reo_steps, "Starting and smallest RACK reordering window, in steps of max(min_rtt/4, srtt/64), 1..64 (default 16): spraying reorders packets");
+MODULE_PARM_DESC(reo_steps, "Starting and smallest RACK reordering window, in steps of max(min_rtt/4, srtt/64), 1..256 (default 16): spraying reorders packets");
+
+unsigned int mrc_reo_cap_var = 4;
+module_param_named(reo_cap_var, mrc_reo_cap_var, uint, 0644);
+MODULE_PARM_DESC(reo_cap_var, "Cap of the RACK reordering window: srtt plus this many rttvar, 0..16 (default 4)");
 
 bool mrc_path_aware = true;
 module_param_named(path_aware, mrc_path_aware, bool, 0644);

@@ -348,12 +348,31 @@ void mrc_queue_pkt(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
 	skb_queue_tail(&qp->txq, skb);
 }
 
+/*
+ * One CPU at a time sends a QP's queue, so packets leave in the order
+ * they were built.  Two CPUs each sending what they dequeued would
+ * reorder them, by as much as one of them is delayed (a guest vCPU can
+ * lose its host CPU for milliseconds), and reordering beyond the RACK
+ * window costs spurious retransmissions.  A CPU that finds another one
+ * sending leaves its packets to it; the sender looks again after letting
+ * go, so none is stranded.
+ */
 void mrc_flush_txq(struct mrc_qp *qp)
 {
 	struct sk_buff *skb;
 
-	while ((skb = skb_dequeue(&qp->txq)))
-		mrc_xmit(qp, skb, MRC_CB(skb)->sport);
+	local_bh_disable();
+	for (;;) {
+		/* our enqueue before the test; the sender's clear before its look */
+		smp_mb();
+		if (skb_queue_empty_lockless(&qp->txq) ||
+		    test_and_set_bit_lock(0, &qp->txq_busy))
+			break;
+		while ((skb = skb_dequeue(&qp->txq)))
+			mrc_xmit(qp, skb, MRC_CB(skb)->sport);
+		clear_bit_unlock(0, &qp->txq_busy);
+	}
+	local_bh_enable();
 }
 
 /* parse, find the QP, check the source, hand over to the engines */

@@ -261,6 +261,10 @@ static void mrc_qp_reset(struct mrc_qp *qp)
 	qp->smsn = 0;
 	qp->rd_outstanding = 0;
 	memset(qp->rd, 0, sizeof(qp->rd));
+	qp->rd_res = 0;
+	qp->rd_viol = false;
+	qp->resp_fail = false;
+	qp->nak_pending = false;
 	qp->err_pending = false;
 	qp->err_has_rmsn = false;
 	qp->rnr_wait = false;
@@ -406,12 +410,14 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			qp->tx.wnd = mrc_cc_wnd(&qp->cc);
 			qp->credit = 0;
 			qp->spurious_rtos = 0;
+			qp->spurious = 0;
 			qp->gbn_valid = false;
 			mrc_rtt_init(&qp->tx.rtt, mrc_rto_init_us,
 				     mrc_rto_min_us, 4000000);
 			steps = clamp_val(mrc_reo_steps, 1, MRC_REO_STEPS_MAX);
 			qp->tx.reo_steps_min = rounddown_pow_of_two(steps);
 			qp->tx.reo_steps = qp->tx.reo_steps_min;
+			qp->tx.reo_cap_var = min(mrc_reo_cap_var, 16U);
 			qp->rnr_left = qp->rnr_retry;
 		}
 		break;

@@ -178,6 +178,9 @@ static int mrc_build_req(struct mrc_qp *qp, struct mrc_swqe *s, u32 psn,
 		break;
 	case MRC_OP_READ_REQ:
 		p.flags |= MRC_F_ACKREQ;
+		/* the request that reaches the end of the READ */
+		if ((u64)s->length - off <= (u64)n << s->shift)
+			p.flags |= MRC_F_LAST;
 		p.req.va = s->wr.remote_addr + off;
 		p.req.rkey = s->wr.rkey;
 		p.req.offset = off;
@@ -546,7 +549,7 @@ void mrc_tx_timer_update(struct mrc_qp *qp)
 void mrc_send_run(struct mrc_qp *qp)
 {
 	u32 budget = MRC_TX_BUDGET;
-	bool more = false;
+	bool more = false, fail;
 	u32 now;
 
 	/* UD and GSI QPs send datagrams: mrc_ud.c */
@@ -580,8 +583,15 @@ void mrc_send_run(struct mrc_qp *qp)
 		mrc_sqd_check(qp);
 		mrc_tx_timer_update(qp);
 	}
+	fail = qp->resp_fail;
+	qp->resp_fail = false;
 	spin_unlock_bh(&qp->lock);
 	mrc_flush_txq(qp);
+	if (fail) {
+		/* the responder NAKed: flush both queues as on any error */
+		mrc_qp_error(qp);
+		return;
+	}
 	if (more)
 		queue_work(mrc_wq, &qp->send_work);
 }
@@ -602,6 +612,7 @@ static void mrc_update_rtt_stats(struct mrc_qp *qp)
 
 	mrc_stat_set(mdev, MRC_ST_RTT_LAST, qp->tx.rtt.latest);
 	mrc_stat_set(mdev, MRC_ST_RTT_SRTT, qp->tx.rtt.srtt);
+	mrc_stat_set(mdev, MRC_ST_REO_WND, qp->tx.reo_wnd);
 	if (!atomic64_read(&mdev->stats[MRC_ST_RTT_MIN]) ||
 	    qp->tx.rtt.min_rtt < atomic64_read(&mdev->stats[MRC_ST_RTT_MIN]))
 		mrc_stat_set(mdev, MRC_ST_RTT_MIN, qp->tx.rtt.min_rtt);
@@ -624,8 +635,15 @@ static void mrc_req_cc(struct mrc_qp *qp, u32 now,
 	struct mrc_dev *mdev = qp->mdev;
 	u64 cuts = qp->cc.decreases, ecn = qp->cc.ecn_decreases;
 
+	if (qp->tx.spurious != qp->spurious) {
+		mrc_stat_add(mdev, MRC_ST_SPURIOUS_RETX,
+			     qp->tx.spurious - qp->spurious);
+		qp->spurious = qp->tx.spurious;
+	}
 	if (qp->tx.spurious_rtos != qp->spurious_rtos) {
 		/* F-RTO: the path was only slow, the RTO's cut goes */
+		mrc_stat_add(mdev, MRC_ST_SPURIOUS_RTO,
+			     qp->tx.spurious_rtos - qp->spurious_rtos);
 		qp->spurious_rtos = qp->tx.spurious_rtos;
 		if (qp->cc.rto_saved)
 			mrc_stat_inc(mdev, MRC_ST_CC_UNDOS);
@@ -681,6 +699,29 @@ static void mrc_req_go_back(struct mrc_qp *qp, u32 cum, u32 now)
 		mrc_tx_mark_lost(&qp->tx, psn);
 }
 
+/*
+ * A fatal NAK fails the WQE its PSN belongs to, once every earlier WQE has
+ * completed: sprayed packets can bring the NAK before the last responses
+ * of an earlier READ.  Return: true if the QP just failed (locked).
+ */
+static bool mrc_req_nak_apply(struct mrc_qp *qp)
+{
+	struct mrc_swqe *s;
+
+	if (!qp->nak_pending || qp->state == IB_QPS_ERR)
+		return false;
+	s = mrc_find_swqe(qp, qp->nak_psn);
+	if (!s) {
+		qp->nak_pending = false;	/* stale */
+		return false;
+	}
+	if (s != mrc_swqe(qp, qp->sq_cons))
+		return false;
+	qp->nak_pending = false;
+	mrc_req_fail(qp, qp->nak_status);
+	return true;
+}
+
 /* after an ACK or a response: losses, completions, timers (locked) */
 static void mrc_req_progress(struct mrc_qp *qp, u32 now)
 {
@@ -689,6 +730,7 @@ static void mrc_req_progress(struct mrc_qp *qp, u32 now)
 	if (lost)
 		mrc_stat_add(qp->mdev, MRC_ST_RETX_RACK, lost);
 	mrc_sq_complete(qp);
+	mrc_req_nak_apply(qp);
 }
 
 static u8 mrc_syn_status(u8 syn)
@@ -766,10 +808,16 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 	default:
 		mrc_stat_inc(mdev, MRC_ST_NAK_RX);
 		/* fatal for the QP; a NAK for PSNs not outstanding is stale */
-		if (mrc_find_swqe(qp, p->ack.nak_psn)) {
-			mrc_req_fail(qp, mrc_syn_status(p->ack.syndrome));
-			kick = false;
+		if (!mrc_find_swqe(qp, p->ack.nak_psn))
+			break;
+		if (!qp->nak_pending ||
+		    mrc_psn_lt(p->ack.nak_psn, qp->nak_psn)) {
+			qp->nak_pending = true;
+			qp->nak_psn = p->ack.nak_psn;
+			qp->nak_status = mrc_syn_status(p->ack.syndrome);
 		}
+		if (mrc_req_nak_apply(qp))
+			kick = false;
 		break;
 	}
 	if (r.una_advanced && qp->rnr_left != qp->rnr_retry &&
@@ -877,6 +925,7 @@ enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
 	enum mrc_tx_timer_action act;
 	struct mrc_dev *mdev = qp->mdev;
 	u32 now = mrc_now();
+	u32 rack_marked;
 
 	spin_lock(&qp->lock);
 	qp->tx_timer_armed = false;
@@ -884,11 +933,13 @@ enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
 		spin_unlock(&qp->lock);
 		return HRTIMER_NORESTART;
 	}
+	rack_marked = qp->tx.rack_marked;
 	act = mrc_tx_on_timer(&qp->tx, now, qp->retry_cnt,
 			      mrc_fail_after_us(qp));
 	switch (act) {
 	case MRC_TXT_RETX:
-		mrc_stat_inc(mdev, MRC_ST_RETX_RACK);
+		mrc_stat_add(mdev, MRC_ST_RETX_RACK,
+			     qp->tx.rack_marked - rack_marked);
 		break;
 	case MRC_TXT_PROBE:
 		mrc_stat_inc(mdev, MRC_ST_TLP);

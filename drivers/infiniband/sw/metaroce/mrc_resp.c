@@ -353,8 +353,33 @@ static bool mrc_rd_covered(struct mrc_qp *qp, u32 psn, u32 n)
 	return false;
 }
 
+/*
+ * Responder resources (max_dest_rd_atomic): a READ or atomic message holds
+ * one from the start of its first request packet to the last response of
+ * its last one (a READ may come as several request packets).  Only packets
+ * that arrived new count, so a re-request never takes one.
+ */
+static bool mrc_rd_takes(const struct mrc_pkt *p)
+{
+	return p->opcode != MRC_OP_READ_REQ || !p->req.offset;
+}
+
+static bool mrc_rd_gives(const struct mrc_pkt *p)
+{
+	return p->opcode != MRC_OP_READ_REQ || (p->flags & MRC_F_LAST);
+}
+
+/* an answered request leaves the queue */
+static void mrc_rd_done(struct mrc_qp *qp, struct mrc_rd *e)
+{
+	if (e->res_give && qp->rd_res)
+		qp->rd_res--;
+	mrc_rd_free(e);
+}
+
 /* queue a READ or atomic request; false if the queue is full */
-static bool mrc_rd_queue(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n)
+static bool mrc_rd_queue(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n,
+			 bool fresh)
 {
 	struct mrc_rd *e;
 
@@ -368,6 +393,8 @@ static bool mrc_rd_queue(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n)
 	e->npsn = n;
 	e->op = p->opcode;
 	e->shift = p->pmtu_shift;
+	e->res_take = fresh && mrc_rd_takes(p);
+	e->res_give = fresh && mrc_rd_gives(p);
 	if (p->opcode == MRC_OP_READ_REQ) {
 		e->va = p->req.va;
 		e->rkey = p->req.rkey;
@@ -424,9 +451,23 @@ static bool mrc_rd_schedule(struct mrc_qp *qp)
 			if (!e || mrc_psn_lt(c->psn, e->psn))
 				e = c;
 		}
-		if (!e)
+		if (!e || qp->rd_viol)
 			return false;
 
+		if (e->res_take) {
+			/*
+			 * Beyond the resources given: IBTA's Invalid Request
+			 * NAK, sent by mrc_resp_emit() after the responses of
+			 * every earlier request; nothing later starts.
+			 */
+			if (qp->rd_res >= qp->max_dest_rd_atomic) {
+				qp->rd_viol = true;
+				qp->rd_viol_psn = e->psn;
+				mrc_rd_free(e);
+				return false;
+			}
+			qp->rd_res++;
+		}
 		if (e->op == MRC_OP_READ_REQ) {
 			if (e->len) {
 				mr = mrc_target_mr(qp, e->rkey, e->va, e->len,
@@ -541,12 +582,20 @@ bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget)
 			    (!e || mrc_psn_lt(c->psn, e->psn)))
 				e = c;
 		}
-		if (!e)
+		if (!e) {
+			if (qp->rd_viol) {
+				/* every earlier request answered: now the NAK */
+				mrc_send_ack(qp, MRC_SYN_INV_REQ, qp->rd_viol_psn);
+				qp->rd_viol = false;
+				qp->state = IB_QPS_ERR;
+				qp->resp_fail = true;
+			}
 			return true;
+		}
 		if (e->op == MRC_OP_ATOMIC_RESP) {
 			if (!mrc_emit_atomic(qp, e, now))
 				return false;
-			mrc_rd_free(e);
+			mrc_rd_done(qp, e);
 			(*budget)--;
 			continue;
 		}
@@ -556,7 +605,7 @@ bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget)
 			(*budget)--;
 		} while (*budget && e->done < e->len);
 		if (e->done >= e->len)
-			mrc_rd_free(e);
+			mrc_rd_done(qp, e);
 	}
 	for (; *budget == 0;) {
 		int i;
@@ -647,7 +696,7 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 		mrc_stat_inc(mdev, MRC_ST_DUP_PKTS);
 		if (p->opcode == MRC_OP_READ_REQ) {
 			/* READs are served again; re-requests are dups */
-			if (!mrc_rd_queue(qp, p, n))
+			if (!mrc_rd_queue(qp, p, n, false))
 				mrc_count_drop(mdev, MRC_DROP_NO_RESOURCE);
 			else
 				fatal = mrc_rd_schedule(qp);
@@ -691,7 +740,7 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 			goto check;
 		break;
 	default:
-		if (!mrc_rd_queue(qp, p, n)) {
+		if (!mrc_rd_queue(qp, p, n, true)) {
 			mrc_count_drop(mdev, MRC_DROP_NO_RESOURCE);
 			goto out;
 		}

@@ -13,7 +13,7 @@
  * found the same way as a lost original.
  *
  * reo_wnd = max(max(min_rtt / 4, srtt / 64) x reo_steps, reo_wnd_min), at most
- * max(srtt, reo_wnd_min).  A delivery of a retransmitted PSN less than
+ * max(srtt + reo_cap_var x rttvar, reo_wnd_min).  A delivery of a retransmitted PSN less than
  * min_rtt after the retransmission means the original arrived: the
  * retransmission was spurious; so was one the receiver reports as a
  * duplicate (ACK flag DUP).  Then reo_steps doubles (up to
@@ -78,8 +78,12 @@ static void mrc_tx_update_reo_wnd(struct mrc_tx *tx)
 	u32 step = tx->rtt.min_rtt / 4 > tx->rtt.srtt / 64 ?
 		   tx->rtt.min_rtt / 4 : tx->rtt.srtt / 64;
 	u64 w = (u64)step * tx->reo_steps;
-	u32 cap = tx->rtt.srtt > tx->reo_wnd_min ?
-		  tx->rtt.srtt : tx->reo_wnd_min;
+	u64 cap = tx->rtt.srtt + (u64)tx->rtt.rttvar * tx->reo_cap_var;
+
+	if (cap < tx->reo_wnd_min)
+		cap = tx->reo_wnd_min;
+	if (cap > MRC_S32_MAX)
+		cap = MRC_S32_MAX;
 
 	if (w < tx->reo_wnd_min)
 		w = tx->reo_wnd_min;
@@ -98,7 +102,8 @@ void mrc_tx_init(struct mrc_tx *tx, struct mrc_tx_slot *slots, u32 nslots,
 	tx->una = isn;
 	tx->nxt = isn;
 	tx->ack_cum = isn;
-	tx->wnd = wnd < nslots ? wnd : nslots;
+	tx->range = wnd < nslots ? wnd : nslots;
+	tx->wnd = tx->range;
 	tx->reo_wnd_min = MRC_REO_WND_MIN_US;
 	tx->reo_wnd = MRC_REO_WND_MIN_US;
 	tx->reo_steps = 1;
@@ -174,6 +179,7 @@ static bool mrc_tx_deliver(struct mrc_tx *tx, u32 psn, u32 now,
 		tx->lost--;
 	}
 	s->flags |= MRC_TXS_ACKED;
+	tx->sacked++;
 
 	if (s->xmits > 1 && tx->rtt.min_rtt &&
 	    now - s->xmit_ts < tx->rtt.min_rtt) {
@@ -281,8 +287,10 @@ static void mrc_tx_finish(struct mrc_tx *tx, u32 una0, u32 now,
 			  struct mrc_ack_result *r)
 {
 	while (tx->una != tx->nxt &&
-	       (mrc_tx_slot(tx, tx->una)->flags & MRC_TXS_ACKED))
+	       (mrc_tx_slot(tx, tx->una)->flags & MRC_TXS_ACKED)) {
 		tx->una++;
+		tx->sacked--;
+	}
 	if (mrc_psn_lt(tx->ack_cum, tx->una))
 		tx->ack_cum = tx->una;
 	r->una_advanced = tx->una != una0;
@@ -346,6 +354,8 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 			mrc_tx_update_reo_wnd(tx);
 		}
 	}
+	if (a->dup)
+		tx->spurious++;	/* the receiver got a PSN twice */
 	if (spurious || a->dup)
 		mrc_tx_spurious(tx);
 	mrc_tx_frto(tx, &c, r->newly_acked);

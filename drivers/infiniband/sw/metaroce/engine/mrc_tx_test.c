@@ -634,6 +634,62 @@ static void mrc_tx_long_read(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->rack_marked, 1u);
 }
 
+/* the window counts PSNs in flight: a hole does not hold the sender back */
+static void mrc_tx_inflight_window(struct kunit *test)
+{
+	static const u32 s123[] = { 1, 2, 3 }, s567[] = { 5, 6, 7 };
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+	struct mrc_ack_result r;
+
+	KUNIT_EXPECT_EQ(test, tx->range, 16u);
+	tx->wnd = 4;
+	mrc_tt_send(test, tx, 4, 100, 1);		/* PSN 0-3 */
+	KUNIT_EXPECT_FALSE(test, mrc_tx_can_send(tx, 1));
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 200, 0, NOTS, s123, 3, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->sacked, 3u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_inflight(tx), 1u);
+	KUNIT_EXPECT_TRUE(test, mrc_tx_can_send(tx, 3));
+	KUNIT_EXPECT_FALSE(test, mrc_tx_can_send(tx, 4));
+	/* a PSN marked lost has left the network until it is resent */
+	KUNIT_EXPECT_TRUE(test, mrc_tx_mark_lost(tx, 0));
+	KUNIT_EXPECT_EQ(test, mrc_tx_inflight(tx), 0u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 0, 1, 300, 0, 0), 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_inflight(tx), 1u);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 400, 4, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->sacked, 0u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_outstanding(tx), 0u);
+
+	/* the range still bounds how far past a hole the sender goes */
+	tx->range = 6;
+	mrc_tt_send(test, tx, 4, 500, 1);		/* PSN 4-7 */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 600, 4, NOTS, s567, 3, &r), 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_inflight(tx), 1u);
+	KUNIT_EXPECT_TRUE(test, mrc_tx_can_send(tx, 2));
+	KUNIT_EXPECT_FALSE(test, mrc_tx_can_send(tx, 3));
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 700, 8, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->sacked, 0u);
+	KUNIT_EXPECT_EQ(test, tx->una, 8u);
+}
+
+/* reo_wnd's cap: srtt, plus reo_cap_var x rttvar when asked */
+static void mrc_tx_reo_cap(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+
+	mrc_tt_warm(test, tx, 1000);		/* srtt 1000, rttvar 500 */
+	KUNIT_ASSERT_EQ(test, tx->rtt.rttvar, 500u);
+	tx->reo_steps = MRC_REO_STEPS_MAX;
+	mrc_tx_update_reo_wnd(tx);
+	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 1000u);
+	tx->reo_cap_var = 4;
+	mrc_tx_update_reo_wnd(tx);
+	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 3000u);
+	/* below the cap the steps decide: 250 us each */
+	tx->reo_steps = 8;
+	mrc_tx_update_reo_wnd(tx);
+	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 2000u);
+}
+
 /* a retransmission the original beat: reo_wnd grows, later decays */
 static void mrc_tx_spurious_adapts(struct kunit *test)
 {
@@ -862,6 +918,8 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_tail_loss),
 	KUNIT_CASE(mrc_tx_retry_accounting),
 	KUNIT_CASE(mrc_tx_long_read),
+	KUNIT_CASE(mrc_tx_inflight_window),
+	KUNIT_CASE(mrc_tx_reo_cap),
 	KUNIT_CASE(mrc_tx_spurious_adapts),
 	KUNIT_CASE(mrc_tx_dup_report_adapts),
 	KUNIT_CASE(mrc_tx_frto_spurious_and_real),

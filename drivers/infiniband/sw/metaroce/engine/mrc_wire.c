@@ -76,6 +76,7 @@ static u8 mrc_wire_flags_allowed(u8 opcode)
 		return MRC_F_ACKREQ | MRC_F_SOLICITED | MRC_F_RETX |
 		       MRC_F_LAST | MRC_F_IMM | MRC_F_ORDERED;
 	case MRC_OP_READ_REQ:
+		return MRC_F_ACKREQ | MRC_F_RETX | MRC_F_LAST;
 	case MRC_OP_ATOMIC_CS:
 	case MRC_OP_ATOMIC_FA:
 		return MRC_F_ACKREQ | MRC_F_RETX;
