@@ -52,6 +52,25 @@ enum {
 	METAROCE_CQE_GRH = 1 << 0,
 	METAROCE_CQE_WITH_IMM = 1 << 1,
 	METAROCE_CQE_WITH_INV = 1 << 2,
+	METAROCE_CQE_WITH_NETWORK_HDR_TYPE = 1 << 6,
+};
+
+/* network_hdr_type of struct metaroce_cqe (the kernel's rdma_network_type) */
+enum {
+	METAROCE_NETWORK_IPV4 = 2,
+	METAROCE_NETWORK_IPV6 = 3,
+};
+
+/*
+ * ibv_wc.sl of a RoCE v2 UD receive: RoCE carries no service level, so
+ * report the packet type there as mlx5 does (bit 3: UDP-encapsulated,
+ * bits 2:0: 1 IPv6, 2 IPv4).  UCX before 1.19 reads it to find the
+ * destination address in the 40-byte GRH area and drops the datagram when
+ * it does not match one of its GIDs (ud_verbs, uct_ud_iface_check_grh()).
+ */
+enum {
+	METAROCE_WC_SL_ROCEV2_IPV6 = 0x8 | 0x1,
+	METAROCE_WC_SL_ROCEV2_IPV4 = 0x8 | 0x2,
 };
 
 /* --- rings ---------------------------------------------------------------- */
@@ -405,6 +424,13 @@ static inline void metaroce_cqe_to_wc(const struct metaroce_cqe *cqe,
 	wc->pkey_index = cqe->pkey_index;
 	wc->slid = 0;
 	wc->sl = cqe->sl;
+	if ((flags & METAROCE_CQE_GRH) &&
+	    (flags & METAROCE_CQE_WITH_NETWORK_HDR_TYPE)) {
+		if (cqe->network_hdr_type == METAROCE_NETWORK_IPV4)
+			wc->sl = METAROCE_WC_SL_ROCEV2_IPV4;
+		else if (cqe->network_hdr_type == METAROCE_NETWORK_IPV6)
+			wc->sl = METAROCE_WC_SL_ROCEV2_IPV6;
+	}
 	wc->dlid_path_bits = 0;
 }
 

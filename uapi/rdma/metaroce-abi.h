@@ -156,7 +156,9 @@ enum metaroce_wc_opcode {
  * @pkey_index: P_Key index.
  * @network_hdr_type: with IB_WC_WITH_NETWORK_HDR_TYPE, the enum
  *	rdma_network_type of the received datagram (RDMA_NETWORK_IPV4 2,
- *	RDMA_NETWORK_IPV6 3); for kernel consumers.  Zero otherwise.
+ *	RDMA_NETWORK_IPV6 3); for kernel consumers, and the provider
+ *	reports it in ibv_wc.sl as mlx5 does (see metaroce_cqe_to_wc()).
+ *	Zero otherwise.
  * @reserved: zero.
  *
  * A UD receive completion has IB_WC_GRH: its buffer starts with the

@@ -62,8 +62,9 @@ static void test_poll_cq(void)
 		/* 0x40: the kernel's IB_WC_WITH_NETWORK_HDR_TYPE, not for us */
 		cqe->wc_flags = i == 0 ? (METAROCE_CQE_WITH_IMM | METAROCE_CQE_GRH |
 					  0x40) :
-			i == 1 ? METAROCE_CQE_WITH_INV : 0;
-		cqe->network_hdr_type = i == 0 ? 2 : 0;
+			i == 1 ? (METAROCE_CQE_WITH_INV | 0x40) : 0;
+		/* IPv4; cqe 1 has a type but no GRH: sl stays */
+		cqe->network_hdr_type = i < 2 ? 2 : 0;
 		cqe->sl = 3;
 		cqe->pkey_index = 1;
 	}
@@ -76,9 +77,11 @@ static void test_poll_cq(void)
 	assert(wc[0].status == IBV_WC_SUCCESS);
 	assert(wc[0].wc_flags == (IBV_WC_WITH_IMM | IBV_WC_GRH));
 	assert(be32toh(wc[0].imm_data) == 0x11223344);
-	assert(wc[0].qp_num == 7 && wc[0].src_qp == 9 && wc[0].sl == 3);
+	/* the packet type in sl, as mlx5: RoCE v2 (8) over IPv4 (2) */
+	assert(wc[0].qp_num == 7 && wc[0].src_qp == 9 && wc[0].sl == 0xa);
 	assert(wc[0].pkey_index == 1 && wc[0].vendor_err == 0);
 	assert(wc[1].wr_id == 101 && wc[1].wc_flags == IBV_WC_WITH_INV);
+	assert(wc[1].sl == 3);
 
 	assert(metaroce_poll_cq(&cq.vcq.cq, 8, wc) == 1);
 	assert(wc[0].wr_id == 102 && wc[0].status == IBV_WC_WR_FLUSH_ERR);
