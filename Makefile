@@ -35,7 +35,7 @@ provider:
 	scripts/build-rdma-core
 
 deps:
-	scripts/deps base vm rdma-core kunit
+	scripts/deps base vm rdma-core kunit mpi
 
 # make check: every stage runs, the summary counts them all
 check:
