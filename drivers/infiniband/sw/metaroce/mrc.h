@@ -47,6 +47,7 @@
 #define MRC_READ_CHUNK		256	/* most PSNs one READ request packet asks for */
 #define MRC_SRQ_CLAIM		64	/* SRQ WQEs one QP may hold ahead */
 #define MRC_TX_BUDGET		64	/* packets per send-engine run */
+#define MRC_FAILOVER_US		100000	/* silence before a single path is replaced */
 
 /* header room: IPv6 (40) + UDP (8) + base + largest extension */
 #define MRC_MAX_HDR		(MRC_BTH_LEN + MRC_ACK_LEN + 8 * MRC_ACK_MAX_SACKW)

@@ -950,8 +950,13 @@ enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
 		/* the oldest packet's path delivered nothing for an RTO */
 		mrc_req_path_loss(qp, mrc_tx_slot(&qp->tx, qp->tx.una)->entropy,
 				  now);
-		/* a single path (ordered mode) fails over after two in a row */
-		if (qp->path.n == 1 && qp->tx.timeouts >= 2) {
+		/*
+		 * A single path (ordered mode) fails over when it looks dead:
+		 * three RTOs in a row and nothing delivered for 100 ms.  A
+		 * busy host stalls a path for a few RTOs without losing it.
+		 */
+		if (qp->path.n == 1 && qp->tx.timeouts >= 3 &&
+		    now - qp->tx.progress_ts >= MRC_FAILOVER_US) {
 			mrc_path_replace(&qp->path, qp->path.ents[0].port);
 			mrc_stat_inc(mdev, MRC_ST_PATH_RETIRED);
 		}
