@@ -22,6 +22,10 @@
 #                              N senders + receiver on a bridge whose port
 #                              towards the receiver is shaped and marks CE;
 #                              management bridge for control (INCAST_*)
+#   incast_rxe_attach N [--mtu M] [--rate R] [--limit P] [--ce T]
+#                              rxe senders and receiver (init_net) on the
+#                              incast bridge, the receiver's port shaped
+#                              and marking like $INCAST_PORT (INCAST_RXE_*)
 #   topo_cleanup               remove everything the above created
 # Links:  link_shape NS DEV [netem args: rate R loss P delay D reorder ...
 #         dup P limit N ...] | link_clear NS DEV | link_outage NS DEV MS
@@ -329,6 +333,7 @@ _rxe_unroute() {
 		route flush table $RXE_TABLE_A
 		route flush table $RXE_TABLE_B
 	EOF
+	_incast_rxe_unroute
 }
 
 rxe_add() { rdma link add "$1" type rxe netdev "$2"; }
@@ -930,13 +935,106 @@ incast_qdisc_stat() { qdisc_stat "$INCAST_SW" "$INCAST_PORT" fq_codel "$1"; }
 # incast_rate RATE [CE]: change the bottleneck's rate (htb class) and
 # marking threshold.
 incast_rate() {
-	local mtu
+	local mtu p ports=("$INCAST_PORT")
 	mtu=$(ip -n "$INCAST_SW" -o link show "$INCAST_PORT") && [[ $mtu =~ mtu\ ([0-9]+) ]] || return
 	mtu=${BASH_REMATCH[1]}
+	[ "$INCAST_RXE_N" = 0 ] || ports+=("$INCAST_RXE_PORT")
+	for p in "${ports[@]}"; do
+		echo "class change dev $p parent 1: classid 1:1 htb rate $1 ceil $1 burst $((2 * (mtu + 14))) cburst $((2 * (mtu + 14))) quantum $((mtu + 14))"
+		[ -z "${2:-}" ] || echo "qdisc change dev $p parent 1:1 handle 10: fq_codel ce_threshold $2"
+	done | tc -n "$INCAST_SW" -batch -
+}
+
+# incast_rxe_attach N [--mtu M] [--rate R] [--limit P] [--ce T]: rxe on the
+# incast switch (call after topo_incast, same options). rxe (6.1) works in
+# init_net only, so its hosts are init_net veths on the same bridge:
+# senders ${INCAST_RXE_S}I ($INCAST_RXE_NET.I) and the receiver
+# $INCAST_RXE_R ($INCAST_RXE_NET.200), whose switch port $INCAST_RXE_PORT
+# gets the same htb and marking leaf as $INCAST_PORT. Policy routing (as
+# topo_rxe_two_hosts; rules pref 110..110+N, tables $INCAST_RXE_TABLE+I)
+# sends each sender's traffic to the receiver out of its own veth and the
+# receiver's out of its veth, instead of through lo. Then `rxe_add` a
+# device on each veth; topo_cleanup removes it all.
+: "${INCAST_RXE_NET:=10.6.0}" "${INCAST_RXE_S:=rxs}" "${INCAST_RXE_R:=rxr}"
+: "${INCAST_RXE_PORT:=prxr}" "${INCAST_RXE_TABLE:=110}"
+INCAST_RXE_N=0
+incast_rxe_attach() {
+	local n=${1:-} mtu=1500 rate=100mbit limit=1000 ce=2ms i d f mask q burst r=$INCAST_RXE_NET.200
+	[[ $n =~ ^[1-9][0-9]?$ ]] || { echo "incast_rxe_attach: need N senders" >&2; return 2; }
+	shift
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--mtu) mtu=$2; shift 2 ;;
+		--rate) rate=$2; shift 2 ;;
+		--limit) limit=$2; shift 2 ;;
+		--ce) ce=$2; shift 2 ;;
+		*) echo "incast_rxe_attach: unknown option $1" >&2; return 2 ;;
+		esac
+	done
+	_incast_rxe_unroute
 	{
-		echo "class change dev $INCAST_PORT parent 1: classid 1:1 htb rate $1 ceil $1 burst $((2 * (mtu + 14))) cburst $((2 * (mtu + 14))) quantum $((mtu + 14))"
-		[ -z "${2:-}" ] || echo "qdisc change dev $INCAST_PORT parent 1:1 handle 10: fq_codel ce_threshold $2"
-	} | tc -n "$INCAST_SW" -batch -
+		echo "link del $INCAST_RXE_R"
+		for ((i = 1; i <= 16; i++)); do echo "link del $INCAST_RXE_S$i"; done
+	} | ip -force -batch - >/dev/null 2>&1
+	{
+		echo "link add $INCAST_RXE_R mtu $mtu type veth peer name $INCAST_RXE_PORT netns $INCAST_SW mtu $mtu"
+		for ((i = 1; i <= n; i++)); do
+			echo "link add $INCAST_RXE_S$i mtu $mtu type veth peer name rp$i netns $INCAST_SW mtu $mtu"
+		done
+	} | _ipb - || return
+	{
+		echo "link set $INCAST_RXE_PORT master ibr0 up"
+		for ((i = 1; i <= n; i++)); do echo "link set rp$i master ibr0 up"; done
+	} | _ipb "$INCAST_SW" || return
+	INCAST_RXE_N=$n
+	mask=$(_cpu_mask)
+	echo 0 >/proc/sys/net/ipv4/conf/all/rp_filter
+	for ((i = 0; i <= n; i++)); do
+		if [ "$i" = 0 ]; then d=$INCAST_RXE_R; else d=$INCAST_RXE_S$i; fi
+		echo 1 >"/proc/sys/net/ipv4/conf/$d/accept_local"
+		echo 0 >"/proc/sys/net/ipv4/conf/$d/rp_filter"
+		echo 1 >"/proc/sys/net/ipv4/conf/$d/arp_ignore"
+		echo 2 >"/proc/sys/net/ipv4/conf/$d/arp_announce"
+		for f in /sys/class/net/"$d"/queues/rx-*/rps_cpus; do echo "$mask" >"$f"; done
+	done
+	{
+		echo "addr add $r/24 dev $INCAST_RXE_R"
+		echo "link set $INCAST_RXE_R up"
+		echo "route add $INCAST_RXE_NET.0/24 dev $INCAST_RXE_R src $r table $INCAST_RXE_TABLE"
+		echo "rule add pref 110 iif lo from $r to $INCAST_RXE_NET.0/24 lookup $INCAST_RXE_TABLE"
+		for ((i = 1; i <= n; i++)); do
+			echo "addr add $INCAST_RXE_NET.$i/24 dev $INCAST_RXE_S$i"
+			echo "link set $INCAST_RXE_S$i up"
+			echo "route add $r/32 dev $INCAST_RXE_S$i src $INCAST_RXE_NET.$i table $((INCAST_RXE_TABLE + i))"
+			echo "rule add pref $((110 + i)) iif lo from $INCAST_RXE_NET.$i to $r lookup $((INCAST_RXE_TABLE + i))"
+		done
+		if [ -z "$(ip rule show pref 500 2>/dev/null)" ]; then
+			echo "rule add pref 500 lookup local"
+			echo "rule del pref 0 lookup local"
+		fi
+	} | _ipb - || return
+	_ns_setup "$INCAST_SW" || return
+	q=$((mtu + 14)) burst=$((2 * (mtu + 14)))
+	tc -n "$INCAST_SW" -batch - <<-EOF || return
+		qdisc replace dev $INCAST_RXE_PORT root handle 1: htb default 1
+		class replace dev $INCAST_RXE_PORT parent 1: classid 1:1 htb rate $rate ceil $rate burst $burst cburst $burst quantum $q
+		qdisc replace dev $INCAST_RXE_PORT parent 1:1 handle 10: fq_codel flows 1 limit $limit ce_threshold $ce ecn
+	EOF
+	for ((i = 1; i <= n; i++)); do
+		wait_for 10 ping -c1 -W1 -I "$INCAST_RXE_NET.$i" "$r" ||
+			{ echo "incast_rxe_attach: $INCAST_RXE_NET.$i cannot ping $r" >&2; return 1; }
+	done
+}
+
+# the policy routing of incast_rxe_attach (called by _rxe_unroute)
+_incast_rxe_unroute() {
+	local i
+	for ((i = 0; i <= 16; i++)); do
+		echo "rule del pref $((110 + i))"
+		echo "route flush table $((INCAST_RXE_TABLE + i))"
+	done | ip -force -batch - >/dev/null 2>&1
+	INCAST_RXE_N=0
+	return 0
 }
 
 # --- cleanup -------------------------------------------------------------------
@@ -949,10 +1047,12 @@ topo_cleanup() {
 		rdma link delete "${l%%/*}" >/dev/null 2>&1
 	done < <(rdma link show 2>/dev/null)
 	_rxe_unroute
-	ip -force -batch - >/dev/null 2>&1 <<-EOF
-		link del $RXE_A_DEV
-		link del $RXE_B_DEV
-	EOF
+	{
+		echo "link del $RXE_A_DEV"
+		echo "link del $RXE_B_DEV"
+		echo "link del $INCAST_RXE_R"
+		for ((w = 1; w <= 16; w++)); do echo "link del $INCAST_RXE_S$w"; done
+	} | ip -force -batch - >/dev/null 2>&1
 	ip -all netns delete >/dev/null 2>&1
 	return 0
 }

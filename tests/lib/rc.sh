@@ -27,9 +27,15 @@
 #                            topo_incast + a metaroce device per host:
 #                            ${RC_DEV_S}I in sender I, $RC_DEV_R in the
 #                            receiver; GIDs in INCAST_GID[I], INCAST_GID_R
-#   rc_incast_run [--timeout S] [--log P] [--sync] "I..." ARGS...
+#   rc_incast_rxe_setup N [incast_rxe_attach options]
+#                            incast_rxe_attach + an rxe device per host:
+#                            ${RC_RXE_S}I on sender I, $RC_RXE_R on the
+#                            receiver; GIDs in INCAST_RXE_GID[I],
+#                            INCAST_RXE_GID_R (after rc_incast_setup)
+#   rc_incast_run [--timeout S] [--log P] [--sync] [--rxe] "I..." ARGS...
 #                            one mrc_verify pair per sender I (server in the
 #                            receiver on TCP port 18600+I), all at once;
+#                            --rxe: between the rxe devices instead;
 #                            --sync: the clients start their streams
 #                            together, once all have connected their QPs
 #                            (--start-file); logs P.I.srv/.cli; returns the
@@ -178,13 +184,32 @@ rc_incast_setup() {
 	done
 }
 
+: "${RC_RXE_S:=rxes}" "${RC_RXE_R:=rxer}"
+declare -ga INCAST_RXE_GID=()
+INCAST_RXE_GID_R=''
+rc_incast_rxe_setup() {
+	local n=$1 i
+	incast_rxe_attach "$@" || return
+	rxe_add "$RC_RXE_R" "$INCAST_RXE_R" || return
+	for ((i = 1; i <= n; i++)); do rxe_add "$RC_RXE_S$i" "$INCAST_RXE_S$i" || return; done
+	# the GID table fills asynchronously after link add
+	wait_for 10 rxe_gid_index "$RC_RXE_R" "$INCAST_RXE_NET.200"
+	INCAST_RXE_GID_R=$(rxe_gid_index "$RC_RXE_R" "$INCAST_RXE_NET.200") || return
+	INCAST_RXE_GID=()
+	for ((i = 1; i <= n; i++)); do
+		wait_for 10 rxe_gid_index "$RC_RXE_S$i" "$INCAST_RXE_NET.$i"
+		INCAST_RXE_GID[i]=$(rxe_gid_index "$RC_RXE_S$i" "$INCAST_RXE_NET.$i") || return
+	done
+}
+
 rc_incast_run() {
-	local to=180 log=/tmp/incast sync=0 i pids=() fails=0 startopt=() go='' end ready lines n=0
+	local to=180 log=/tmp/incast sync=0 rxe=0 i pids=() fails=0 startopt=() go='' end ready lines n=0
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--timeout) to=$2; shift 2 ;;
 		--log) log=$2; shift 2 ;;
 		--sync) sync=1; shift ;;
+		--rxe) rxe=1; shift ;;
 		*) break ;;
 		esac
 	done
@@ -197,10 +222,18 @@ rc_incast_run() {
 	fi
 	for i in $flows; do
 		rm -f "$log.$i.cli" "$log.$i.srv"
-		srv_cli --timeout "$to" --log "$log.$i" \
-			in_host "$INCAST_RCV" "$MRC_VERIFY" -d "$RC_DEV_R" -g "$INCAST_GID_R" -p $((18600 + i)) -- \
-			in_host "$INCAST_SND$i" "$MRC_VERIFY" -d "$RC_DEV_S$i" -g "${INCAST_GID[i]}" -p $((18600 + i)) \
-			"${startopt[@]}" "$@" "$INCAST_RCV_MGMT_IP" &
+		if [ "$rxe" = 1 ]; then
+			# all in init_net: control over lo
+			srv_cli --timeout "$to" --log "$log.$i" \
+				"$MRC_VERIFY" -d "$RC_RXE_R" -g "$INCAST_RXE_GID_R" -p $((18600 + i)) -- \
+				"$MRC_VERIFY" -d "$RC_RXE_S$i" -g "${INCAST_RXE_GID[i]}" -p $((18600 + i)) \
+				"${startopt[@]}" "$@" 127.0.0.1 &
+		else
+			srv_cli --timeout "$to" --log "$log.$i" \
+				in_host "$INCAST_RCV" "$MRC_VERIFY" -d "$RC_DEV_R" -g "$INCAST_GID_R" -p $((18600 + i)) -- \
+				in_host "$INCAST_SND$i" "$MRC_VERIFY" -d "$RC_DEV_S$i" -g "${INCAST_GID[i]}" -p $((18600 + i)) \
+				"${startopt[@]}" "$@" "$INCAST_RCV_MGMT_IP" &
+		fi
 		pids[i]=$!
 		n=$((n + 1))
 	done
