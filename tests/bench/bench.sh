@@ -28,6 +28,32 @@
 #          50 ms. Switch port bytes sampled every 10 ms give the completion
 #          time and the longest delivery stall; runs without the outage
 #          are the baseline.
+#   mp     multipath (issue 6): ib_write_bw 64 KiB, 1 QP, across the ECMP
+#          fabric of tests/vm/40-multipath.sh (topo_ecmp: 4 x 25 Mbit/s,
+#          L4 hash, QPKTS packets of queue per link); rxe attached to the
+#          same routers (ecmp_rxe_attach). Three runs per provider: clean;
+#          the busiest link so far fails (METAROCE_BENCH_MP_FAIL: blackhole
+#          = 100 % loss both ways, or down = both ends down, which the
+#          routers see) a quarter of MP_DUR into a 1.5 x MP_DUR transfer
+#          and stays dead; the busiest link at MP_LOSS % loss (both ways)
+#          from 0.5 s on. A sampler in the receiving router reads every
+#          link's bytes and the bytes delivered to the receiver every 50 ms
+#          (goodput timeline, time to recover >= 70 % of the aggregate,
+#          per-link shares). The failure run is not repeated when it fails:
+#          rxe's fate on a dead link is a result.
+#   incast congestion control (issue 7): N = 2, 4, 8 ib_write_bw pairs into
+#          one receiver through one 100 Mbit/s switch port that marks CE
+#          above 2 ms (topo_incast, as tests/vm/45-cc.sh); rxe's hosts hang
+#          off the same bridge (incast_rxe_attach) behind an identical
+#          port. Per N: metaroce (full), metaroce with the sender half off
+#          (cc=N cc_ecn=N), metaroce with the receiver credits off
+#          (credits=N; module parameters set through sysfs between runs),
+#          rxe. Aggregate and per-flow goodput (Jain's index), the
+#          bottleneck's backlog every 50 ms from `tc -s qdisc` (p50/p99 in
+#          the steady part; the report compares p99 with 2 x BDP from the
+#          measured base RTT), drops and CE marks. Clients run at nice 10
+#          (perftest busy-polls). Goodput at 1 % loss, uncongested: see
+#          the loss scenario.
 #
 # Queue: each shaped direction is netem (loss) with a tbf child (rate and
 # queue). rxe has no congestion control and keeps up to 128 packets
@@ -40,7 +66,7 @@
 # apart from the random loss.
 #
 # Environment (only METAROCE_* / MRC_* reach the guest):
-#   METAROCE_BENCH             scenarios (default loss,eff,lat,recov)
+#   METAROCE_BENCH             scenarios (default loss,eff,lat,recov,mp,incast)
 #   METAROCE_BENCH_QUICK=1     fewer loss points and repetitions, shorter runs
 #   METAROCE_BENCH_PROVIDERS   default metaroce,rxe
 #   METAROCE_BENCH_CONFIGS     loss configurations MTU:MBIT (default
@@ -53,6 +79,13 @@
 #                              default 0.2,20: ~1 % loss in bursts of ~5)
 #   METAROCE_BENCH_QUEUE_PKTS  queue size, see above
 #   METAROCE_BENCH_LAT_PIN=0   latency tools not pinned to CPUs
+#   METAROCE_BENCH_MP_DUR      mp run length in s (default 14, quick 8; the
+#                              failure run lasts 1.5 x; 2 repetitions, quick 1)
+#   METAROCE_BENCH_MP_FAIL     blackhole (default) or down
+#   METAROCE_BENCH_MP_LOSS     loss of the lossy link in % (default 5)
+#   METAROCE_BENCH_INCAST_DUR  incast run length in s (default 20, quick 12;
+#                              a third at each end is left out)
+#   METAROCE_BENCH_INCAST_N    sender counts (default 2,4,8)
 #   MRC_PARAMS                 rdma_metaroce module parameters (modprobe)
 set -uo pipefail
 BENCH_DIR=$(cd "${BASH_SOURCE[0]%/*}" && pwd -P)
@@ -66,7 +99,7 @@ trap topo_cleanup EXIT
 
 QUICK=${METAROCE_BENCH_QUICK:-0}
 [ "$QUICK" = 1 ] || QUICK=0
-SCENARIOS=${METAROCE_BENCH:-loss,eff,lat,recov}
+SCENARIOS=${METAROCE_BENCH:-loss,eff,lat,recov,mp,incast}
 IFS=, read -ra PROVS <<<"${METAROCE_BENCH_PROVIDERS:-metaroce,rxe}"
 QPKTS=${METAROCE_BENCH_QUEUE_PKTS:-192}
 if [ "$QUICK" = 1 ]; then
@@ -79,6 +112,19 @@ else
 	CONFIGS=${METAROCE_BENCH_CONFIGS:-9000:100,1500:50}
 	LOSS=${METAROCE_BENCH_LOSS-0.1,1,5,10} LOSS_BOTH=${METAROCE_BENCH_LOSS_BOTH-$LOSS}
 fi
+if [ "$QUICK" = 1 ]; then
+	MP_DUR=${METAROCE_BENCH_MP_DUR:-8} MP_MARGIN=1 MP_REPS=1
+	INC_DUR=${METAROCE_BENCH_INCAST_DUR:-12}
+else
+	MP_DUR=${METAROCE_BENCH_MP_DUR:-14} MP_MARGIN=2 MP_REPS=2
+	INC_DUR=${METAROCE_BENCH_INCAST_DUR:-20}
+fi
+MP_FAIL=${METAROCE_BENCH_MP_FAIL:-blackhole} MP_LOSS=${METAROCE_BENCH_MP_LOSS:-5} MP_IVAL_US=50000
+# the incast pairs connect one after the other on a busy guest (seconds
+# apart): a third of the run at each end is left out, so that every flow's
+# window sees all flows running (report.py checks the start spread)
+INC_MARGIN=$((INC_DUR / 3)) INC_NS=${METAROCE_BENCH_INCAST_N:-2,4,8} INC_IVAL_US=50000
+INC_WIN=$((INC_DUR - 2 * INC_MARGIN))
 GEMODEL=${METAROCE_BENCH_GEMODEL:-0.2,20}
 LAT_PIN=--pin
 [ "${METAROCE_BENCH_LAT_PIN:-1}" = 1 ] || LAT_PIN=''
@@ -109,11 +155,11 @@ mbps() { local m=$(($1 * SIZE * 8 / $2 / 1000)); printf '%d.%03d' $((m / 1000)) 
 
 # perf_try LOG TIMEOUT PERFTEST-ARGS...: bench_perf, once more if no result
 # line came back (under a loaded host a run occasionally fails at start-up;
-# a capped run, exit 124, is not repeated). Runs $PRE_HOOK / $POST_HOOK
+# a capped run, exit 124, is not repeated; PERF_MAX_TRIES=1: never). Runs $PRE_HOOK / $POST_HOOK
 # around every attempt. Sets P_RC P_LINE P_WALL P_TRIES P_ERR and P_CTRS
 # (counter deltas as JSON); keeps the output of failed attempts in
 # $METAROCE_OUT/failed/.
-PRE_HOOK='' POST_HOOK='' FAILN=0
+PRE_HOOK='' POST_HOOK='' FAILN=0 PERF_MAX_TRIES=2
 P_RC=0 P_LINE='' P_WALL=0 P_TRIES=0 P_ERR='' P_CTRS='{}'
 perf_try() {
 	local log=$1 to=$2 t0 keep
@@ -121,7 +167,7 @@ perf_try() {
 	# shellcheck disable=SC2034 # filled through namerefs
 	local -A c0 c1
 	P_TRIES=0 P_ERR=''
-	while [ "$P_TRIES" -lt 2 ]; do
+	while [ "$P_TRIES" -lt "$PERF_MAX_TRIES" ]; do
 		P_TRIES=$((P_TRIES + 1))
 		bench_snap c0
 		[ -z "$PRE_HOOK" ] || "$PRE_HOOK"
@@ -313,6 +359,312 @@ scen_recov() {
 			done
 		done
 	done
+}
+
+# --- scenario 5: multipath (issue 6) ----------------------------------------------------
+# ECMP fabric of MP_LINKS x MP_RATE Mbit/s (topo_ecmp, L4 hash) with
+# metaroce on hostA/hostB and rxe attached in init_net (ecmp_rxe_attach).
+# A sampler in rB reads each link's rx bytes (what rA put onto it: the
+# offered share, loss filters sit behind the counter) and the tx bytes
+# towards the receiver (hb for metaroce, rxhb for rxe: what was delivered).
+MP_LINKS=4 MP_RATE=25 MP_EV=/tmp/bench_mp.events MP_WPID=''
+mp_topo() {
+	topo_cleanup
+	BENCH_MTU=''
+	# per-link queue: QPKTS packets, as the loss scenario (rxe keeps up to
+	# 128 packets in flight and would otherwise overflow its one link)
+	rc_ecmp_setup --mtu 9000 --links "$MP_LINKS" --rate "${MP_RATE}mbit" --limit "$QPKTS" ||
+		{ echo "bench: ECMP fabric failed" >&2; return 1; }
+	ecmp_rxe_attach || { echo "bench: rxe on the ECMP fabric failed" >&2; return 1; }
+	rxe_add rxe0 "$RXE_A_DEV" && rxe_add rxe1 "$RXE_B_DEV" || return
+	wait_for 10 rxe_gid_index rxe0 "$ECMP_RXE_A_IP"
+	wait_for 10 rxe_gid_index rxe1 "$ECMP_RXE_B_IP"
+	BENCH_RXE_GID_A=$(rxe_gid_index rxe0 "$ECMP_RXE_A_IP") || return
+	BENCH_RXE_GID_B=$(rxe_gid_index rxe1 "$ECMP_RXE_B_IP") || return
+	# mid-transfer link changes cost a write, not an exec
+	ecmp_fast_start
+}
+
+# mp_watch KIND AT_US DCOL: in the background while a run goes on. Once the
+# delivered counter (sample column DCOL) moved 64 KiB (the transfer
+# started), waits AT_US more, then hits the link that carried the most
+# bytes so far: blackhole (100 % loss both ways), down (both ends down:
+# the routers see it) or lossy (MP_LOSS % both ways). Writes
+# "E KIND EPOCHREALTIME LINK" to $MP_EV.
+mp_watch() {
+	local kind=$1 at=$2 dcol=$3 lines w first=() ts='' hot i
+	while :; do
+		bsleep 0.03
+		mapfile -t lines <"$BENCH_SAMP_OUT"
+		[ "${#lines[@]}" -ge 2 ] || continue
+		read -ra w <<<"${lines[-1]}"
+		[ "${w[0]}" = S ] || continue
+		[ "${#first[@]}" -gt 0 ] || read -ra first <<<"${lines[1]}"
+		if [ -z "$ts" ]; then
+			[ $((w[dcol] - first[dcol])) -lt 65536 ] || ts=${w[1]/./}
+			continue
+		fi
+		[ $((${EPOCHREALTIME/./} - ts)) -ge "$at" ] || continue
+		hot=1
+		for ((i = 2; i <= MP_LINKS; i++)); do
+			[ $((w[i + 1] - first[i + 1])) -le $((w[hot + 1] - first[hot + 1])) ] || hot=$i
+		done
+		case $kind in
+		blackhole) ecmp_link_loss "$hot" 100 ;;
+		down) ecmp_link_down "$hot" ;;
+		lossy) ecmp_link_loss "$hot" "$MP_LOSS" ;;
+		esac
+		echo "E $kind $EPOCHREALTIME $hot" >>"$MP_EV"
+		return 0
+	done
+}
+
+MP_KIND='' MP_AT=0 MP_DCOL=0
+mp_pre() {
+	local i f=()
+	for ((i = 1; i <= MP_LINKS; i++)); do f+=("/sys/class/net/l$i/statistics/rx_bytes"); done
+	f+=(/sys/class/net/hb/statistics/tx_bytes /sys/class/net/rxhb/statistics/tx_bytes)
+	: >"$MP_EV"
+	bench_samp_start "$ECMP_RB" "$MP_IVAL_US" "${f[@]}"
+	MP_WPID=''
+	if [ -n "$MP_KIND" ]; then
+		mp_watch "$MP_KIND" "$MP_AT" "$MP_DCOL" &
+		MP_WPID=$!
+	fi
+}
+# the event as JSON; heals the link
+MP_EVJSON='{}'
+mp_post() {
+	local k kind t l
+	if [ -n "$MP_WPID" ]; then
+		kill "$MP_WPID" 2>/dev/null
+		wait "$MP_WPID" 2>/dev/null
+	fi
+	bench_samp_stop
+	MP_EVJSON='{}'
+	while read -r k kind t l; do
+		[ "$k" = E ] || continue
+		case $kind in
+		down) ecmp_link_up "$l" ;;
+		*) ecmp_link_loss "$l" 0 ;;
+		esac
+		MP_EVJSON="{\"kind\":\"$kind\",\"t\":$(_bench_tdiff "$t" "$BENCH_SAMP_T0"),\"link\":$l}"
+	done <"$MP_EV"
+	return 0
+}
+
+# mp_case CASE DUR KIND AT_US: one ib_write_bw run per provider
+mp_case() {
+	local case=$1 dur=$2 kind=$3 at=$4 rep=$5 prov iters gp win dcol cols i
+	win=$((dur - 2 * MP_MARGIN))
+	cols='['
+	for ((i = 1; i <= MP_LINKS; i++)); do cols+="\"l$i\","; done
+	cols+='"deliv_metaroce","deliv_rxe","cpu_busy","cpu_idle"]'
+	prov_order
+	for prov in "${ORDER[@]}"; do
+		bench_prov "$prov" || continue
+		# sample columns after the time: l1..lN, hb, rxhb
+		if [ "$prov" = rxe ]; then dcol=$((MP_LINKS + 3)); else dcol=$((MP_LINKS + 2)); fi
+		MP_KIND=$kind MP_AT=$at MP_DCOL=$dcol
+		PRE_HOOK=mp_pre POST_HOOK=mp_post
+		# a run across a failure is not repeated: its failure is the result
+		[ "$case" != fail ] || PERF_MAX_TRIES=1
+		perf_try /tmp/bench_mp $((dur + 60)) ib_write_bw -F -s $SIZE -Q 1 -D "$dur" -f "$MP_MARGIN"
+		PRE_HOOK='' POST_HOOK='' PERF_MAX_TRIES=2''
+		iters='' gp=''
+		read -r _ iters _ <<<"$P_LINE"
+		[[ $iters =~ ^[0-9]+$ ]] && gp=$(mbps "$iters" "$win")
+		bench_record "\"scen\":\"mp\",\"case\":\"$case\",\"prov\":\"$prov\",\"rep\":$rep,\"links\":$MP_LINKS,\"link_mbit\":$MP_RATE,\"mtu\":9000,\"size\":$SIZE,\"dur_s\":$dur,\"margin_s\":$MP_MARGIN,\"window_s\":$win,\"iters\":$(jnum "$iters"),\"goodput_mbps\":$(jnum "$gp"),\"loss_pct\":$([ "$kind" = lossy ] && echo "$MP_LOSS" || echo 0),\"event_after_s\":$((at / 1000)).$(printf '%03d' $((at % 1000))),\"event\":$MP_EVJSON,\"capped\":$([ "$P_RC" = 124 ] && echo true || echo false),\"cols\":$cols,\"samples\":$BENCH_SAMP_JSON,$(run_fields)"
+		printf '  %-8s %8s Mbit/s (%s iterations in %ss, exit %s, %ss; event %s)\n' "$prov" "${gp:-FAILED}" "${iters:-?}" "$win" "$P_RC" "$P_WALL" "$MP_EVJSON"
+	done
+}
+
+scen_mp() {
+	local rep fdur
+	mp_topo || return
+	fdur=$((MP_DUR + MP_DUR / 2))
+	for ((rep = 1; rep <= MP_REPS; rep++)); do
+		say "mp: one QP over $MP_LINKS x $MP_RATE Mbit/s ECMP, clean (run $rep of $MP_REPS)"
+		mp_case clean "$MP_DUR" '' 0 "$rep"
+		say "mp: the busiest link fails ($MP_FAIL) $((MP_DUR / 4)) s into a ${fdur} s transfer (run $rep of $MP_REPS)"
+		mp_case fail "$fdur" "$MP_FAIL" $((MP_DUR * 1000000 / 4)) "$rep"
+		say "mp: the busiest link at $MP_LOSS % loss from 0.5 s on (run $rep of $MP_REPS)"
+		mp_case lossy "$MP_DUR" lossy 500000 "$rep"
+	done
+	ecmp_fast_stop
+	topo_cleanup
+}
+
+# --- scenario 6: incast (issue 7) -------------------------------------------------------
+# topo_incast: INC_MAX senders and a receiver on one bridge; the port towards
+# the receiver is a 100 Mbit/s htb with a single-queue fq_codel leaf that
+# marks CE above 2 ms (as tests/vm/45-cc.sh). rxe's senders and receiver
+# (init_net, incast_rxe_attach) hang off the same bridge; its receiver's
+# port is shaped and marks alike. N ib_write_bw pairs (64 KiB, 1 QP each,
+# -D INC_DUR -f INC_MARGIN, servers in the receiver on TCP ports 18600+I)
+# start at once; clients run at nice 10 (they busy-poll; the transports'
+# kernel work must not starve). Per-flow goodput = iterations x 64 KiB /
+# window. A sampler in the switch reads the bottleneck's leaf qdisc
+# (backlog, sent, drops, CE marks) every INC_IVAL_US.
+INC_MAX=8
+inc_topo() {
+	topo_cleanup
+	BENCH_MTU=''
+	rc_incast_setup "$INC_MAX" --mtu 9000 --rate 100mbit --ce 2ms --limit 200 ||
+		{ echo "bench: incast bed failed" >&2; return 1; }
+	rc_incast_rxe_setup "$INC_MAX" --mtu 9000 --rate 100mbit --ce 2ms --limit 200 ||
+		{ echo "bench: rxe on the incast bed failed" >&2; return 1; }
+}
+
+# inc_variant VARIANT: module parameters for the metaroce variants
+# (cc is read at QP RTS, cc_ecn and credits at run time)
+inc_variant() {
+	local cc=Y ecn=Y cr=Y
+	case $1 in
+	nocc) cc=N ecn=N ;;
+	nocred) cr=N ;;
+	esac
+	rc_param cc "$cc" && rc_param cc_ecn "$ecn" && rc_param credits "$cr"
+}
+
+# inc_run N VARIANT: N flows at once
+inc_run() {
+	local n=$1 v=$2 i pids=() spids=() port rcvdev='' dev gp flows='' sum=0 its ok=0 rc ts line
+	local prov=metaroce ns_r=$INCAST_RCV ctrl=$INCAST_RCV_MGMT_IP
+	# shellcheck disable=SC2034 # filled through namerefs
+	local -A c0 c1
+	if [ "$v" = rxe ]; then
+		prov=rxe ns_r='' ctrl=127.0.0.1 port=$INCAST_RXE_PORT
+	else
+		port=$INCAST_PORT
+		inc_variant "$v" || echo "bench: module parameters for $v not set" >&2
+	fi
+	rc_snap_all c0
+	# the bottleneck's tx bytes, and what each sender put onto the switch
+	local sf=("/sys/class/net/$port/statistics/tx_bytes") scols=''
+	for ((i = 1; i <= n; i++)); do
+		if [ "$prov" = rxe ]; then sf+=("/sys/class/net/rp$i/statistics/rx_bytes"); else sf+=("/sys/class/net/p$i/statistics/rx_bytes"); fi
+		scols+=",\"sender$i\""
+	done
+	bench_samp_start "$INCAST_SW" "$INC_IVAL_US" -q "$port" "${sf[@]}"
+	ts=$EPOCHREALTIME
+	for ((i = 1; i <= n; i++)); do
+		local srv=() cli=()
+		if [ "$prov" = rxe ]; then
+			rcvdev=$RC_RXE_R dev=$RC_RXE_S$i
+			srv=(ib_write_bw -d "$rcvdev" -x "$INCAST_RXE_GID_R")
+			cli=(nice -n 10 ib_write_bw -d "$dev" -x "${INCAST_RXE_GID[i]}")
+		else
+			rcvdev=$RC_DEV_R dev=$RC_DEV_S$i
+			srv=(ip netns exec "$ns_r" ib_write_bw -d "$rcvdev" -x "$INCAST_GID_R")
+			cli=(ip netns exec "$INCAST_SND$i" nice -n 10 ib_write_bw -d "$dev" -x "${INCAST_GID[i]}")
+		fi
+		srv+=(-F -s "$SIZE" -Q 1 -D "$INC_DUR" -f "$INC_MARGIN" -p $((18600 + i)))
+		cli+=(-F -s "$SIZE" -Q 1 -D "$INC_DUR" -f "$INC_MARGIN" -p $((18600 + i)) "$ctrl")
+		INC_CLI[i]=$(printf '%q ' "${cli[@]}")
+		timeout $((INC_DUR + 120)) "${srv[@]}" >"/tmp/bench_inc.$i.srv" 2>&1 &
+		spids[i]=$!
+	done
+	# the clients start together, once every server listens
+	inc_listening "$ns_r" "$n" || echo "bench: not every server listens after 60 s" >&2
+	for ((i = 1; i <= n; i++)); do
+		eval "timeout $((INC_DUR + 90)) ${INC_CLI[i]}" >"/tmp/bench_inc.$i.cli" 2>&1 &
+		pids[i]=$!
+	done
+	for ((i = 1; i <= n; i++)); do
+		rc=0
+		wait "${pids[i]}" || rc=$?
+		[ "$rc" = 0 ] || kill "${spids[i]}" 2>/dev/null
+		wait "${spids[i]}" 2>/dev/null
+		its=''
+		if line=$(bench_perf_line "/tmp/bench_inc.$i.cli"); then
+			read -r _ its _ <<<"$line"
+		fi
+		gp=''
+		[[ $its =~ ^[0-9]+$ ]] && gp=$(mbps "$its" "$INC_WIN") && ok=$((ok + 1))
+		flows+="${flows:+,}{\"flow\":$i,\"rc\":$rc,\"iters\":$(jnum "$its"),\"goodput_mbps\":$(jnum "$gp")"
+		if [ "$rc" != 0 ] || [ -z "$gp" ]; then
+			flows+=",\"error\":$(jstr "$(grep -h -i -E 'error|fail|couldn|unable|exceed' "/tmp/bench_inc.$i.cli" "/tmp/bench_inc.$i.srv" 2>/dev/null | head -n 3 | tr -s '\n\t' '  ')")"
+		fi
+		flows+='}'
+		[ -z "$gp" ] || sum=$((sum + its))
+	done
+	bench_samp_stop
+	rc_snap_all c1
+	inc_variant full
+	# counters of the devices that took part: senders summed, receiver
+	local k name d cs='' cr=''
+	local -A sa=() sdev=()
+	for ((i = 1; i <= n; i++)); do
+		if [ "$prov" = rxe ]; then sdev[$RC_RXE_S$i]=1; else sdev[$RC_DEV_S$i]=1; fi
+	done
+	for k in "${!c1[@]}"; do
+		dev=${k%%:*} name=${k#*:}
+		case $name in rtt_* | lifespan) continue ;; esac
+		d=$((${c1[$k]} - ${c0[$k]:-0}))
+		[ "$d" != 0 ] || continue
+		if [ "$dev" = "$rcvdev" ]; then
+			cr+="${cr:+,}\"$name\":$d"
+		elif [ -n "${sdev[$dev]:-}" ]; then
+			sa[$name]=$((${sa[$name]:-0} + d))
+		fi
+	done
+	for k in "${!sa[@]}"; do cs+="${cs:+,}\"$k\":${sa[$k]}"; done
+	# the senders' lowest RTT sample (metaroce gauge, microseconds)
+	local rmin=''
+	if [ "$prov" = metaroce ]; then
+		for ((i = 1; i <= n; i++)); do
+			k=${c1[$RC_DEV_S$i:rtt_min_us]:-}
+			[[ $k =~ ^[1-9][0-9]*$ ]] || continue
+			[ -n "$rmin" ] && [ "$rmin" -le "$k" ] || rmin=$k
+		done
+	fi
+	bench_record "\"scen\":\"incast\",\"prov\":\"$prov\",\"variant\":\"$v\",\"n\":$n,\"rate_mbit\":100,\"ce_ms\":2,\"mtu\":9000,\"size\":$SIZE,\"dur_s\":$INC_DUR,\"margin_s\":$INC_MARGIN,\"window_s\":$INC_WIN,\"ok_flows\":$ok,\"flows\":[$flows],\"rtt_min_us\":$(jnum "$rmin"),\"counters\":{\"senders\":{$cs},\"receiver\":{$cr}},\"cols\":[\"port_tx\"$scols,\"cpu_busy\",\"cpu_idle\",\"backlog_bytes\",\"backlog_pkts\",\"sent_bytes\",\"dropped\",\"ce_mark\"],\"samples\":$BENCH_SAMP_JSON,\"wall_s\":$(since "$ts")"
+	printf '  %-8s %-7s N=%d: %s Mbit/s in all (%d of %d flows with a result, %ss)\n' "$prov" "$v" "$n" "$(mbps "$sum" "$INC_WIN")" "$ok" "$n" "$(since "$ts")"
+}
+
+# inc_listening NS N: wait (at most 60 s) until TCP ports 18600+1..N listen
+# in NS (init_net if empty); one exec per look
+INC_CLI=()
+inc_listening() {
+	local ns=$1 n=$2 end=$((SECONDS + 60)) out i ok hex
+	while [ "$SECONDS" -lt "$end" ]; do
+		if [ -n "$ns" ]; then
+			out=$(ip netns exec "$ns" cat /proc/net/tcp /proc/net/tcp6 2>/dev/null)
+		else
+			out=$(</proc/net/tcp)$(</proc/net/tcp6)
+		fi
+		ok=1
+		for ((i = 1; i <= n; i++)); do
+			printf -v hex '%04X' $((18600 + i))
+			[[ $out =~ :$hex\ [0-9A-F]+:0000\ 0A ]] || { ok=0; break; }
+		done
+		[ "$ok" = 0 ] || return 0
+		bsleep 0.3
+	done
+	return 1
+}
+
+# base RTT through the idle bottleneck (ICMP), for the report's BDP
+inc_ping() {
+	local out
+	out=$(in_host "${INCAST_SND}1" ping -c 20 -i 0.05 -q "$INCAST_RCV_IP" 2>&1)
+	[[ $out =~ =\ ([0-9.]+)/([0-9.]+)/ ]] || return 0
+	bench_record "\"scen\":\"incast_ping\",\"prov\":\"-\",\"rtt_min_ms\":${BASH_REMATCH[1]},\"rtt_avg_ms\":${BASH_REMATCH[2]}"
+	echo "  ping through the idle bottleneck: min ${BASH_REMATCH[1]} ms, avg ${BASH_REMATCH[2]} ms"
+}
+
+scen_incast() {
+	local n v
+	inc_topo || return
+	inc_ping
+	for n in ${INC_NS//,/ }; do
+		for v in full nocc nocred rxe; do
+			say "incast: $n -> 1 through 100 Mbit/s (CE above 2 ms), $v"
+			inc_run "$n" "$v"
+		done
+	done
+	topo_cleanup
 }
 
 # --- main --------------------------------------------------------------------------------------

@@ -373,3 +373,91 @@ _bench_tdiff() {
 	d=$(((10#$a - 10#$b) / 100))
 	printf '%d.%04d' $((d / 10000)) $((d % 10000))
 }
+
+# --- sampler: byte counters and a queue, in one namespace -------------------------
+# bench_samp_start NS IVAL_US [-q QDEV] FILE...: one bash in NS (builtins
+# only, SCHED_FIFO like the poller above) reads every FILE (a counter under
+# /sys/class/net/DEV/statistics/, seen from inside NS) and /proc/stat every
+# IVAL_US; with -q, also the marking leaf (fq_codel) of QDEV's qdisc tree
+# through a long-lived `tc -s -batch` (answer of "qdisc show dev QDEV",
+# terminated by the one of "qdisc show dev lo"). Lines: "S time v1..vn
+# cpu_busy cpu_idle [backlog_bytes backlog_pkts sent_bytes dropped
+# ce_mark]". bench_samp_stop: samples relative to the first one in
+# BENCH_SAMP_JSON ([[t_s, v1, ..., busy, idle, ...], ...]) and the first
+# sample's EPOCHREALTIME in BENCH_SAMP_T0.
+_bench_sampler() {
+	local ivus=$1 stop=$2 qdev=$3 fd l f v u n s i w q sq st line leaf qv t rem
+	shift 3
+	exec {fd}<> <(:)
+	[ -z "$qdev" ] || coproc TCQ { exec tc -s -batch - 2>&1; }
+	echo "R $EPOCHREALTIME"
+	while [ ! -e "$stop" ]; do
+		t=${EPOCHREALTIME/./}
+		l="S $EPOCHREALTIME"
+		for f; do
+			read -r v <"$f"
+			l+=" $v"
+		done
+		read -r _ u n s i w q sq st _ </proc/stat
+		l+=" $((u + n + s + q + sq + st)) $((i + w))"
+		if [ -n "$qdev" ]; then
+			echo "qdisc show dev $qdev" >&"${TCQ[1]}"
+			echo "qdisc show dev lo" >&"${TCQ[1]}"
+			leaf=0 qv=(x x x x 0)
+			while read -r -t 1 -u "${TCQ[0]}" line; do
+				case $line in
+				"qdisc noqueue"*) break ;;
+				"qdisc fq_codel"*) leaf=1 ;;
+				"qdisc "*) leaf=0 ;;
+				esac
+				[ $leaf = 1 ] || continue
+				if [[ $line =~ ^Sent\ ([0-9]+)\ bytes\ [0-9]+\ pkt\ \(dropped\ ([0-9]+) ]]; then
+					qv[2]=${BASH_REMATCH[1]} qv[3]=${BASH_REMATCH[2]}
+				elif [[ $line =~ ^backlog\ ([0-9]+)b\ ([0-9]+)p ]]; then
+					qv[0]=${BASH_REMATCH[1]} qv[1]=${BASH_REMATCH[2]}
+				elif [[ $line =~ ce_mark\ ([0-9]+) ]]; then
+					qv[4]=${BASH_REMATCH[1]}
+				fi
+			done
+			l+=" ${qv[*]}"
+		fi
+		echo "$l"
+		rem=$((ivus - (${EPOCHREALTIME/./} - t)))
+		[ "$rem" -gt 1000 ] || rem=1000
+		printf -v rem '%d.%06d' $((rem / 1000000)) $((rem % 1000000))
+		read -r -t "$rem" -u "$fd"
+	done
+	return 0
+}
+
+BENCH_SAMP_PID='' BENCH_SAMP_OUT=/tmp/bench_samp.out BENCH_SAMP_STOP=/tmp/bench_samp.stop
+BENCH_SAMP_JSON='[]' BENCH_SAMP_T0=''
+bench_samp_start() {
+	local ns=$1 iv=$2 qdev=''
+	shift 2
+	if [ "${1:-}" = -q ]; then qdev=$2; shift 2; fi
+	rm -f "$BENCH_SAMP_STOP"
+	: >"$BENCH_SAMP_OUT"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	ip netns exec "$ns" chrt -f 10 bash -c "$(declare -f _bench_sampler)"'; _bench_sampler "$@"' _ \
+		"$iv" "$BENCH_SAMP_STOP" "$qdev" "$@" >"$BENCH_SAMP_OUT" 2>/dev/null &
+	BENCH_SAMP_PID=$!
+	wait_for 20 grep -q '^S ' "$BENCH_SAMP_OUT"
+}
+bench_samp_stop() {
+	local w t0='' s='' i l
+	[ -n "$BENCH_SAMP_PID" ] || return 0
+	: >"$BENCH_SAMP_STOP"
+	wait "$BENCH_SAMP_PID" 2>/dev/null
+	BENCH_SAMP_PID=''
+	while read -ra w; do
+		[ "${w[0]:-}" = S ] || continue
+		[[ ${w[*]} != *x* ]] || continue
+		[ -n "$t0" ] || t0=${w[1]}
+		l=$(_bench_tdiff "${w[1]}" "$t0")
+		for ((i = 2; i < ${#w[@]}; i++)); do l+=",${w[i]}"; done
+		s+="${s:+,}[$l]"
+	done <"$BENCH_SAMP_OUT"
+	# shellcheck disable=SC2034 # for the caller
+	BENCH_SAMP_JSON="[$s]" BENCH_SAMP_T0=$t0
+}

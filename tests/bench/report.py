@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import sys
 
@@ -366,6 +367,366 @@ def recov_rows(rec, mb):
     return rows
 
 
+# --- scenario 5: multipath ---------------------------------------------------
+MP_SHARE_TARGET = 0.90      # goodput / aggregate, clean and one lossy link
+MP_RECOVER_LEVEL = 0.70     # share of the aggregate that counts as recovered
+MP_RECOVER_TARGET_S = 1.0
+MP_RATE_WIN_S = 0.2         # rate window of the recovery metric
+WC_STATUS = {4: "LOC_PROT_ERR", 5: "WR_FLUSH_ERR", 9: "REM_INV_REQ_ERR", 10: "REM_ACCESS_ERR",
+             11: "REM_OP_ERR", 12: "RETRY_EXC_ERR", 13: "RNR_RETRY_EXC_ERR"}
+
+
+def mp_cols(run):
+    cols = run.get("cols") or []
+    deliv = cols.index("deliv_" + run["prov"]) + 1 if ("deliv_" + run["prov"]) in cols else None
+    links = [i + 1 for i, c in enumerate(cols) if c.startswith("l") and c[1:].isdigit()]
+    return deliv, links
+
+
+def mp_active(run, col):
+    """first and last sample index at which column col moved"""
+    s = run.get("samples") or []
+    act = [i for i in range(1, len(s)) if s[i][col] > s[i - 1][col]]
+    if not act:
+        return None, None
+    return max(act[0] - 1, 0), act[-1]
+
+
+def mp_rate_series(run, col, bin_s):
+    s = run.get("samples") or []
+    t, r, j = [], [], 0
+    for i in range(1, len(s)):
+        if s[i][0] - s[j][0] >= bin_s:
+            t.append(s[i][0])
+            r.append((s[i][col] - s[j][col]) * 8 / (s[i][0] - s[j][0]) / 1e6)
+            j = i
+    return t, r
+
+
+def mp_metrics(run):
+    s = run.get("samples") or []
+    deliv, links = mp_cols(run)
+    agg = run["links"] * run["link_mbit"]
+    m = {"goodput_mbps": run.get("goodput_mbps"), "agg_mbit": agg, "rc": run.get("rc"),
+         "capped": bool(run.get("capped")), "error": run.get("error")}
+    m["share"] = m["goodput_mbps"] / agg if m["goodput_mbps"] is not None else None
+    if run["prov"] == "metaroce":
+        m["qp_errors"] = ctr(run, "a", "retry_exceeded") + ctr(run, "b", "retry_exceeded")
+    else:
+        # completer_retry_err counts retries; retry_exceeded_err the QPs that gave up
+        m["qp_errors"] = ctr(run, "a", "retry_exceeded_err") + ctr(run, "a", "rnr_retry_exceeded_err")
+    if deliv is None or len(s) < 3:
+        return m
+    i0, i1 = mp_active(run, deliv)
+    if i0 is None:
+        return m
+    ev = run.get("event") or {}
+    tf = ev.get("t")
+    # per-link share of the offered bytes: the whole transfer without a
+    # lossy link, else from 1 s after the loss began to the end
+    a = i0
+    if run.get("case") == "lossy" and tf is not None:
+        a = next((i for i in range(len(s)) if s[i][0] >= tf + 1.0), i0)
+    if run.get("case") == "fail" and tf is not None:
+        a = next((i for i in range(len(s)) if s[i][0] >= tf + 1.0), i0)
+    tot = sum(s[i1][c] - s[a][c] for c in links)
+    m["link_share"] = [(s[i1][c] - s[a][c]) / tot if tot > 0 else None for c in links]
+    dt = s[i1][0] - s[a][0]
+    m["deliv_after_mbps"] = (s[i1][deliv] - s[a][deliv]) * 8 / dt / 1e6 if dt > 0 else None
+    ci = len(run.get("cols") or []) - 1
+    busy, idle = s[i1][ci] - s[i0][ci], s[i1][ci + 1] - s[i0][ci + 1]
+    m["cpu_util"] = busy / (busy + idle) if busy + idle > 0 else None
+    m["event_link"] = ev.get("link")
+    m["event_t"] = tf
+    if run.get("case") == "fail" and tf is not None:
+        # first W-window entirely after the failure whose delivered rate is
+        # >= MP_RECOVER_LEVEL of the aggregate; its end, from the failure
+        rec = None
+        for i in range(len(s)):
+            if s[i][0] < tf + MP_RATE_WIN_S:
+                continue
+            if s[i][0] > s[i1][0] + 0.05:
+                break
+            j = max(k for k in range(i + 1) if s[k][0] <= s[i][0] - MP_RATE_WIN_S + 1e-9)
+            if s[j][0] < tf:
+                continue
+            rate = (s[i][deliv] - s[j][deliv]) * 8 / (s[i][0] - s[j][0]) / 1e6
+            if rate >= MP_RECOVER_LEVEL * agg:
+                rec = s[i][0] - tf
+                break
+        m["recover_s"] = rec
+        # the delivered rate: before the failure (from 1 s after the start)
+        # and the longest gap without delivery after it
+        b = next((i for i in range(len(s)) if s[i][0] >= s[i0][0] + 1.0), i0)
+        f = next((i for i in range(len(s)) if s[i][0] >= tf), None)
+        if f is not None and f > b:
+            m["deliv_before_mbps"] = (s[f][deliv] - s[b][deliv]) * 8 / (s[f][0] - s[b][0]) / 1e6
+        stall, last = 0.0, tf
+        end = s[-1][0]
+        for i in range(f or 0, len(s)):
+            if i > 0 and s[i][deliv] > s[i - 1][deliv]:
+                stall = max(stall, s[i - 1][0] - last)
+                last = s[i][0]
+        stall = max(stall, (end - last) if last < s[i1][0] or last < end - 0.5 else 0)
+        m["stall_after_s"] = stall
+        m["delivery_resumed"] = any(s[i][deliv] > s[i - 1][deliv] for i in range(max(f or 1, 1), len(s))
+                                    if s[i][0] >= tf + 1.0)
+    return m
+
+
+def summarize_mp(runs):
+    out = {}
+    for case in ("clean", "fail", "lossy"):
+        for prov in PROVS:
+            sel = [r for r in runs if r.get("case") == case and r["prov"] == prov]
+            if not sel:
+                continue
+            ms = [mp_metrics(r) for r in sel]
+            d = {"runs": len(sel), "per_run": ms,
+                 "goodput_mbps": median([m["goodput_mbps"] for m in ms]),
+                 "share": median([m["share"] for m in ms]),
+                 "qp_errors": sum(m.get("qp_errors") or 0 for m in ms),
+                 "rcs": [m["rc"] for m in ms]}
+            if case == "fail":
+                recs = [m.get("recover_s") for m in ms]
+                d["recover_s"] = max(recs) if recs and None not in recs else None
+                d["recovered_runs"] = sum(1 for x in recs if x is not None)
+                d["deliv_after_mbps"] = median([m.get("deliv_after_mbps") for m in ms])
+                d["stall_after_s"] = max([m.get("stall_after_s") or 0 for m in ms])
+            if case in ("clean", "lossy"):
+                shares = [m.get("link_share") for m in ms if m.get("link_share")]
+                d["link_share"] = shares
+                d["event_link"] = [m.get("event_link") for m in ms]
+            d["agg_mbit"] = ms[0]["agg_mbit"]
+            out.setdefault(case, {})[prov] = d
+    lossy = [r.get("loss_pct") for r in runs if r.get("case") == "lossy"]
+    if lossy:
+        out["loss_pct"] = lossy[0]
+    return out
+
+
+def mp_rows(mp):
+    rows = []
+    any_run = next(v for c in ("clean", "fail", "lossy") for v in mp.get(c, {}).values())
+    agg = any_run["agg_mbit"]
+    scen = f"multipath, 1 QP, 4 x {agg // 4} Mbit/s ECMP"
+    g = lambda case, p: mp.get(case, {}).get(p)
+
+    def gp_cell(v):
+        if not v:
+            return "n/a"
+        return f"{fmt(v['goodput_mbps'], 1)} Mbit/s ({fmt(v['share'], 2)})"
+
+    def shares(v, lossy=False):
+        if not v or not v.get("link_share"):
+            return "n/a"
+        out = []
+        for k, sh in enumerate(v["link_share"]):
+            el = v["event_link"][k] if lossy and k < len(v["event_link"]) else None
+            out.append(" / ".join(("**" if el == i + 1 else "") + fmt(100 * x if x is not None else None, 0)
+                                  + ("**" if el == i + 1 else "") for i, x in enumerate(sh)))
+        return "; ".join(out) + " %"
+    n = max((v["runs"] for c in ("clean", "fail", "lossy") for v in mp.get(c, {}).values()), default=0)
+    if "clean" in mp:
+        m, x = g("clean", "metaroce"), g("clean", "rxe")
+        rows.append([scen, f"clean: goodput (share of {agg} Mbit/s; median of {n})", gp_cell(m), gp_cell(x),
+                     f">= {MP_SHARE_TARGET:.2f}", verdict(m and m["share"] is not None and m["share"] >= MP_SHARE_TARGET, m)])
+        rows.append([scen, "clean: bytes per link l1 / l2 / l3 / l4", shares(m), shares(x), "-", "-"])
+    if "fail" in mp:
+        m, x = g("fail", "metaroce"), g("fail", "rxe")
+
+        def rec_cell(v):
+            if not v:
+                return "n/a"
+            if v["recover_s"] is not None:
+                return f"{v['recover_s']:.2f} s"
+            return (f"not within the run ({v['recovered_runs']} of {v['runs']} runs recovered; longest stall "
+                    f"{v['stall_after_s']:.1f} s)")
+        rows.append([scen, f"busiest link fails mid-transfer: time to >= {MP_RECOVER_LEVEL:.0%} of {agg} Mbit/s "
+                     f"({MP_RATE_WIN_S * 1000:.0f} ms windows of delivered bytes; worst of {n})",
+                     rec_cell(m), rec_cell(x), f"<= {MP_RECOVER_TARGET_S:g} s",
+                     verdict(m and m["recover_s"] is not None and m["recover_s"] <= MP_RECOVER_TARGET_S, m)])
+
+        def err_cell(v):
+            if not v:
+                return "n/a"
+            wc = sorted({WC_STATUS.get(int(x), x) for pm in v["per_run"]
+                         for x in re.findall(r"[Ff]ailed status (\d+)", pm.get("error") or "")})
+            return (f"{v['qp_errors']} retry-exceeded, exit {'/'.join(str(r) for r in v['rcs'])}"
+                    + (f", error completion {', '.join(wc)}" if wc else "")
+                    + (" (capped)" if any(pm.get("capped") for pm in v["per_run"]) else ""))
+        rows.append([scen, "busiest link fails: QP errors", err_cell(m), err_cell(x), "none",
+                     verdict(m and m["qp_errors"] == 0 and all(r == 0 for r in m["rcs"]), m)])
+
+        def after_cell(v):
+            if not v:
+                return "n/a"
+            return f"{fmt(v['goodput_mbps'], 1)} / {fmt(v['deliv_after_mbps'], 1)} Mbit/s"
+        rows.append([scen, "busiest link fails: goodput over the run / delivered from 1 s after the failure",
+                     after_cell(m), after_cell(x), "-", "-"])
+    if "lossy" in mp:
+        m, x = g("lossy", "metaroce"), g("lossy", "rxe")
+        rows.append([scen, f"busiest link at {mp.get('loss_pct', '?'):g} % loss: goodput (share of {agg} Mbit/s)", gp_cell(m), gp_cell(x),
+                     f">= {MP_SHARE_TARGET:.2f}", verdict(m and m["share"] is not None and m["share"] >= MP_SHARE_TARGET, m)])
+        rows.append([scen, "lossy link: bytes per link from 1 s after (lossy link in bold)", shares(m, True),
+                     shares(x, True), "-", "-"])
+    return rows
+
+
+# --- scenario 6: incast ------------------------------------------------------
+INC_GOODPUT_TARGET = 0.90
+INC_JAIN_TARGET = 0.95
+INC_QUEUE_BDP = 2.0
+INC_DROP_TARGET = 0.001     # share of the port's packets: "near zero"
+VARIANTS = ("full", "nocc", "nocred", "rxe")
+VARIANT_NAME = {"full": "metaroce", "nocc": "metaroce, sender CC off (cc=N cc_ecn=N)",
+                "nocred": "metaroce, credits off (credits=N)", "rxe": "rxe"}
+
+
+def pctl(xs, q):
+    xs = sorted(xs)
+    if not xs:
+        return None
+    k = (len(xs) - 1) * q
+    f = math.floor(k)
+    c = min(f + 1, len(xs) - 1)
+    return xs[f] + (xs[c] - xs[f]) * (k - f)
+
+
+def inc_metrics(run):
+    cols = run.get("cols") or []
+    s = [x for x in run.get("samples") or [] if len(x) == len(cols) + 1]
+    ix = {c: i + 1 for i, c in enumerate(cols)}
+    gps = [f.get("goodput_mbps") for f in run.get("flows") or []]
+    ok = [g for g in gps if g is not None]
+    m = {"n": run["n"], "flows_ok": len(ok), "flow_goodput": gps,
+         "goodput_mbps": sum(ok) if ok else None,
+         "jain": (sum(ok) ** 2 / (len(gps) * sum(g * g for g in ok))) if ok and sum(ok) > 0 else None,
+         "rtt_min_us": run.get("rtt_min_us")}
+    m["share"] = m["goodput_mbps"] / run["rate_mbit"] if m["goodput_mbps"] is not None else None
+    if len(s) < 3:
+        return m
+    c = ix["port_tx"]
+    act = [i for i in range(1, len(s)) if s[i][c] - s[i - 1][c] > 20000]
+    if not act:
+        return m
+    ta, tb = s[act[0]][0], s[act[-1]][0]
+    mg = run.get("margin_s", 1)
+    st = [x for x in s if ta + mg <= x[0] <= tb - mg] or s[act[0]:act[-1] + 1]
+    q = [x[ix["backlog_bytes"]] for x in st]
+    m["queue_p50"], m["queue_p99"], m["queue_max"] = pctl(q, 0.5), pctl(q, 0.99), max(q)
+    m["queue_samples"] = len(q)
+    d = lambda k: s[-1][ix[k]] - s[0][ix[k]]
+    m["dropped"], m["ce_marks"] = d("dropped"), d("ce_mark")
+    sent_pkts = (run.get("counters") or {})
+    m["port_bytes"] = d("sent_bytes")
+    dt = st[-1][0] - st[0][0]
+    m["wire_mbps"] = (st[-1][c] - st[0][c]) * 8 / dt / 1e6 if dt > 0 else None
+    busy = st[-1][ix["cpu_busy"]] - st[0][ix["cpu_busy"]]
+    idle = st[-1][ix["cpu_idle"]] - st[0][ix["cpu_idle"]]
+    m["cpu_util"] = busy / (busy + idle) if busy + idle > 0 else None
+    # each sender's bytes onto the switch: when each flow ran, and the
+    # shares over the time all of them ran (a wire view of fairness)
+    sc = [ix[k] for k in cols if k.startswith("sender")]
+    if sc:
+        starts, ends = [], []
+        for k in sc:
+            a = [i for i in range(1, len(s)) if s[i][k] - s[i - 1][k] > 20000]
+            if a:
+                starts.append(s[a[0] - 1][0])
+                ends.append(s[a[-1]][0])
+        if len(starts) == len(sc):
+            m["start_spread_s"] = max(starts) - min(starts)
+            t0, t1 = max(starts) + 0.5, min(ends) - 0.5
+            w = [x for x in s if t0 <= x[0] <= t1]
+            if len(w) >= 2 and w[-1][0] > w[0][0]:
+                by = [w[-1][k] - w[0][k] for k in sc]
+                m["common_s"] = w[-1][0] - w[0][0]
+                m["wire_jain"] = sum(by) ** 2 / (len(by) * sum(b * b for b in by)) if sum(by) > 0 else None
+    # packets: the port's bytes over full-size frames (RDMA MTU 4096 + headers)
+    pkts = m["port_bytes"] / 4200 if m["port_bytes"] else 0
+    m["drop_share"] = m["dropped"] / (pkts + m["dropped"]) if pkts + m["dropped"] > 0 else None
+    return m
+
+
+def runs_of(inc):
+    return inc.get("margins", [])
+
+
+def meta_margin(ms):
+    return "/".join(str(x) for x in sorted(set(ms))) or "?"
+
+
+def summarize_incast(runs, pings):
+    out = {"by": {}, "margins": sorted({r.get("margin_s") for r in runs if r.get("margin_s") is not None})}
+    for r in runs:
+        out["by"].setdefault(str(r["n"]), {})[r["variant"]] = inc_metrics(r)
+    rtts = [m.get("rtt_min_us") for d in out["by"].values() for m in d.values() if m.get("rtt_min_us")]
+    out["base_rtt_us"] = min(rtts) if rtts else None
+    out["ping_min_ms"] = min([p["rtt_min_ms"] for p in pings], default=None)
+    rate = runs[0]["rate_mbit"] if runs else 100
+    out["rate_mbit"] = rate
+    # base RTT: ICMP through the idle bottleneck (the network's RTT); the
+    # transport's lowest RTT sample only if ping gave nothing
+    rtt_s = out["ping_min_ms"] / 1e3 if out["ping_min_ms"] else (
+        out["base_rtt_us"] / 1e6 if out["base_rtt_us"] else None)
+    out["bdp_bytes"] = rate * 1e6 / 8 * rtt_s if rtt_s else None
+    out["bdp_from"] = "ping" if out["ping_min_ms"] else ("metaroce rtt_min_us" if out["base_rtt_us"] else None)
+    return out
+
+
+def incast_rows(inc):
+    rows = []
+    bdp = inc.get("bdp_bytes")
+    qlim = INC_QUEUE_BDP * bdp if bdp else None
+    for n in sorted(inc["by"], key=int):
+        d = inc["by"][n]
+        scen = f"incast {n} -> 1, {inc['rate_mbit']} Mbit/s port, CE > 2 ms"
+        m, x = d.get("full"), d.get("rxe")
+        var = lambda k, f: "; ".join(f"{lab} {f(d[v])}" for v, lab in (("nocc", "CC off"), ("nocred", "credits off"))
+                                    if v in d)
+
+        def mcell(k, f):
+            if not m:
+                return "n/a"
+            o = var(k, f)
+            return f"{f(m)}" + (f" ({o})" if o else "")
+        gpf = lambda v: f"{fmt(v.get('goodput_mbps'), 1)} ({fmt(v.get('share'), 2)})"
+        rows.append([scen, f"aggregate goodput, Mbit/s (share of link)", mcell("g", gpf), gpf(x) if x else "n/a",
+                     f">= {INC_GOODPUT_TARGET:.2f}",
+                     verdict(m and m.get("share") is not None and m["share"] >= INC_GOODPUT_TARGET, m)])
+        jf = lambda v: fmt(v.get("jain"), 3)
+        rows.append([scen, "Jain's index over per-flow goodput", mcell("j", jf), jf(x) if x else "n/a",
+                     f">= {INC_JAIN_TARGET:.2f}", verdict(m and m.get("jain") is not None and m["jain"] >= INC_JAIN_TARGET, m)])
+        qf = lambda v: (f"{fmt(v.get('queue_p50') / 1000 if v.get('queue_p50') is not None else None, 1)} / "
+                        f"{fmt(v.get('queue_p99') / 1000 if v.get('queue_p99') is not None else None, 1)} kB")
+        rows.append([scen, "bottleneck queue p50 / p99", mcell("q", qf), qf(x) if x else "n/a",
+                     f"p99 <= 2 BDP ({fmt(qlim / 1000 if qlim else None, 1)} kB)",
+                     verdict(m and qlim and m.get("queue_p99") is not None and m["queue_p99"] <= qlim, m, qlim)])
+        df = lambda v: f"{v.get('dropped', 'n/a')} ({fmt(100 * v['drop_share'] if v.get('drop_share') is not None else None, 2)} %)"
+        rows.append([scen, "packets dropped at the bottleneck (share)", mcell("d", df), df(x) if x else "n/a",
+                     f"<= {100 * INC_DROP_TARGET:g} % with credits on",
+                     verdict(m and m.get("drop_share") is not None and m["drop_share"] <= INC_DROP_TARGET, m)])
+    return rows
+
+
+def incast_details(inc):
+    rows = []
+    for n in sorted(inc["by"], key=int):
+        for v in VARIANTS:
+            m = inc["by"][n].get(v)
+            if not m:
+                continue
+            q = lambda k: fmt(m.get(k) / 1000 if m.get(k) is not None else None, 1)
+            rows.append([n, VARIANT_NAME[v], f"{m['flows_ok']}/{m['n']}", fmt(m.get("goodput_mbps"), 1),
+                         fmt(m.get("wire_mbps"), 1), " ".join(fmt(g, 1) for g in m["flow_goodput"]),
+                         fmt(m.get("jain"), 3), fmt(m.get("wire_jain"), 3),
+                         f"{fmt(m.get('start_spread_s'), 1)} / {fmt(m.get('common_s'), 1)}", q("queue_p50"), q("queue_p99"), q("queue_max"),
+                         m.get("dropped", "n/a"), m.get("ce_marks", "n/a"),
+                         fmt(100 * m["cpu_util"] if m.get("cpu_util") is not None else None, 0)])
+    return rows
+
+
 # --- render ------------------------------------------------------------------
 def md_table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
@@ -416,6 +777,8 @@ def run_case(r):
         return f"{r.get('tool')} (run {r.get('rep')})"
     if s == "recov":
         return f"outage {r.get('outage_ms')} ms (run {r.get('rep')})"
+    if s == "mp":
+        return f"{r.get('case')} (run {r.get('rep')})"
     return f"run {r.get('rep')}"
 
 
@@ -448,7 +811,13 @@ def cmd_render(args):
         summary["recov"] = summarize_recov(by("recov"))
         recov_mb = by("recov")[0]["bytes"] // 1048576
         rows += recov_rows(summary["recov"], recov_mb)
-    known = {"loss", "eff", "lat", "recov"}
+    if by("mp"):
+        summary["mp"] = summarize_mp(by("mp"))
+        rows += mp_rows(summary["mp"])
+    if by("incast"):
+        summary["incast"] = summarize_incast(by("incast"), by("incast_ping"))
+        rows += incast_rows(summary["incast"])
+    known = {"loss", "eff", "lat", "recov", "mp", "incast", "incast_ping"}
     other = sorted({r.get("scen") for r in runs} - known)
     targets = [r for r in rows if r[4] != "-"]
     summary["targets"] = {"total": len(targets), "pass": sum(1 for r in targets if "pass" in r[5]),
@@ -476,9 +845,10 @@ def cmd_render(args):
     md.append(f"- rdma_metaroce parameters: {mp}"
               + (f" ({', '.join(f'{k}={v}' for k, v in sorted(meta.get('module_params', {}).items()))})"
                  if meta.get("module_params") else ""))
-    md.append(f"- goodput runs: perftest -D {meta.get('dur_s', '?')} -f {meta.get('margin_s', '?')}, goodput = "
-              f"iterations x 64 KiB / {meta.get('window_s', '?')} s; queue per shaped direction "
-              f"{meta.get('queue_pkts', '?')} full-size packets (tbf under netem)")
+    if "loss" in summary or "eff" in summary:
+        md.append(f"- goodput runs: perftest -D {meta.get('dur_s', '?')} -f {meta.get('margin_s', '?')}, goodput = "
+                  f"iterations x 64 KiB / {meta.get('window_s', '?')} s; queue per shaped direction "
+                  f"{meta.get('queue_pkts', '?')} full-size packets (tbf under netem)")
     if meta.get("kernel_warnings"):
         md.append("- **kernel warnings in the guest** (see results.json meta.kernel_warnings)")
     md.append("")
@@ -519,6 +889,52 @@ def cmd_render(args):
                                + (", outage not confirmed by tc" if m.get("tc_unconfirmed") else "")])
         md.append(md_table(["provider", "run", "transfer s", "longest stall ms", "outage ms (confirmed)",
                             "first delivery after outage ms", "packets dropped", "exit"], rr))
+    if "mp" in summary:
+        md += ["", "## Multipath runs", "",
+               "Goodput = ib_write_bw iterations x 64 KiB / window (perftest -D, -f margin). The sampler in the "
+               "receiving router reads every link's bytes (what the sender's router put onto it, before the loss "
+               "filters) and the bytes delivered towards the receiver, every 50 ms. The event hits the link that "
+               "carried the most bytes since the transfer started. Recovery: the end of the first "
+               f"{MP_RATE_WIN_S * 1000:.0f} ms window entirely after the failure in which the delivered bytes "
+               f"(headers and retransmissions included) reach {MP_RECOVER_LEVEL:.0%} of the aggregate link rate, "
+               "from the failure. Exit 124: the run hit its time limit and was killed.", ""]
+        mr = []
+        for case in ("clean", "fail", "lossy"):
+            for p, d in summary["mp"].get(case, {}).items():
+                for k, m in enumerate(d["per_run"]):
+                    mr.append([case, p, k + 1, fmt(m.get("goodput_mbps"), 1), fmt(m.get("deliv_before_mbps"), 1),
+                               fmt(m.get("deliv_after_mbps"), 1),
+                               " / ".join(fmt(100 * x if x is not None else None, 0) for x in m.get("link_share") or []),
+                               f"l{m['event_link']} at {m['event_t']:.2f} s" if m.get("event_link") else "-",
+                               fmt(m.get("recover_s"), 2), fmt(m.get("stall_after_s"), 2),
+                               m.get("qp_errors"), "capped" if m.get("capped") else m.get("rc"),
+                               fmt(100 * m["cpu_util"] if m.get("cpu_util") is not None else None, 0)])
+        md.append(md_table(["case", "provider", "run", "goodput Mbit/s", "delivered before event Mbit/s",
+                            "delivered from 1 s after event Mbit/s", "offered bytes per link %", "event",
+                            "recovery s", "longest stall after s", "QP errors", "exit", "guest CPU %"], mr))
+    if "incast" in summary:
+        inc = summary["incast"]
+        bdp = inc.get("bdp_bytes")
+        md += ["", "## Incast runs", "",
+               f"Base RTT {fmt(inc.get('ping_min_ms'), 3)} ms (lowest of 20 pings through the idle port; the lowest "
+               f"rtt_min_us of metaroce's senders in these runs: {fmt(inc.get('base_rtt_us'), 0)} us), link "
+               f"{inc['rate_mbit']} Mbit/s: "
+               f"BDP = {fmt(bdp / 1000 if bdp else None, 1)} kB, 2 x BDP = {fmt(2 * bdp / 1000 if bdp else None, 1)} kB "
+               f"(from {inc.get('bdp_from') or 'n/a'}). N ib_write_bw pairs (64 KiB, 1 QP each) start together; "
+               "goodput per flow = iterations x 64 KiB / window; queue = backlog of the bottleneck's fq_codel leaf "
+               "sampled every 50 ms in the steady part; drops and CE marks over the whole run; wire = what the "
+               "port sent in the steady part; guest CPU = busy share of both vCPUs (the clients busy-poll at nice "
+               "10, so this is near 100 % whenever traffic runs). Each flow's goodput counts in its own perftest "
+               "window (the run minus the margin at both ends); the pairs connect one after another, so the start "
+               "spread (from each sender's bytes at the switch) should stay below the margin "
+               f"({meta_margin(runs_of(inc))} s) for all windows to overlap; the second Jain index is over the bytes "
+               "each sender put onto the switch while all flows ran (retransmissions included).", ""]
+        md.append(md_table(["N", "variant", "flows", "goodput Mbit/s", "wire Mbit/s", "per flow Mbit/s", "Jain",
+                            "Jain (sent bytes, all flows running)", "start spread / all running s",
+                            "queue p50 kB", "queue p99 kB", "queue max kB", "drops", "CE marks", "guest CPU %"],
+                           incast_details(inc)))
+        md += ["", "Goodput at 1 % random loss on an uncongested link (>= 0.95 of lossless in issue 7) is the "
+               "loss scenario's \"1 % on data\" row, not repeated here."]
     retried = [r for r in runs if r.get("attempts", 1) > 1 or r.get("error")]
     if retried:
         md += ["", "## Failed attempts", "",
@@ -660,7 +1076,123 @@ def make_plots(summary, by, outdir):
         fig.savefig(os.path.join(outdir, "recov.png"), dpi=110)
         plt.close(fig)
         files.append("recov.png")
+    if "mp" in summary:
+        f = plot_mp(plt, summary["mp"], by("mp"), colors, outdir)
+        if f:
+            files.append(f)
+    if "incast" in summary:
+        f = plot_incast(plt, summary["incast"], by("incast"), outdir)
+        if f:
+            files.append(f)
     return files
+
+
+def plot_mp(plt, mp, runs, colors, outdir):
+    fail = [r for r in runs if r.get("case") == "fail" and (r.get("event") or {}).get("t") is not None]
+    fig, axs = plt.subplots(3, 1, figsize=(7.5, 9.5))
+    agg = None
+    for prov in PROVS:
+        r = next((r for r in fail if r["prov"] == prov), None)
+        if not r:
+            continue
+        agg = r["links"] * r["link_mbit"]
+        deliv, links = mp_cols(r)
+        tf = r["event"]["t"]
+        t, rate = mp_rate_series(r, deliv, 0.1)
+        axs[0].plot([x - tf for x in t], rate, color=colors[prov], lw=1.2,
+                    label=f"{prov}: delivered (l{r['event']['link']} {r['event']['kind']} at 0)")
+        if prov == "metaroce":
+            for k, c in enumerate(links):
+                t, rate = mp_rate_series(r, c, 0.2)
+                axs[1].plot([x - tf for x in t], rate, lw=1, label=f"l{k + 1}" + (" (fails)" if k + 1 == r["event"]["link"] else ""))
+    if agg:
+        axs[0].axhline(agg, color="gray", ls=":", lw=1, label=f"aggregate {agg} Mbit/s")
+        axs[0].axhline(MP_RECOVER_LEVEL * agg, color="green", ls="--", lw=1, label=f"{MP_RECOVER_LEVEL:.0%} of aggregate")
+    for ax in axs[:2]:
+        ax.axvline(0, color="black", lw=0.8)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="lower left")
+    for ax in axs[:2]:
+        ax.set_xlim(-3, None)
+    axs[0].set_ylabel("Mbit/s (100 ms bins)")
+    axs[0].set_title("one QP over 4 ECMP links: the busiest link fails (time from the failure)", fontsize=9)
+    axs[1].set_ylabel("metaroce: offered per link\nMbit/s (200 ms bins)")
+    axs[1].set_xlabel("time from the failure (s)")
+    # per-link shares: clean and lossy, both providers
+    ax = axs[2]
+    bars, labels = [], []
+    for case in ("clean", "lossy"):
+        for prov in PROVS:
+            v = mp.get(case, {}).get(prov)
+            if v and v.get("link_share"):
+                bars.append(v["link_share"][0])
+                labels.append(f"{prov}\n{case}" + (f" (l{v['event_link'][0]} lossy)" if case == "lossy" else ""))
+    if bars:
+        nl = len(bars[0])
+        w = 0.8 / nl
+        for k in range(nl):
+            ax.bar([i + (k - (nl - 1) / 2) * w for i in range(len(bars))],
+                   [100 * (b[k] or 0) if k < len(b) else 0 for b in bars], w, label=f"l{k + 1}")
+        ax.set_xticks(range(len(bars)))
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_ylabel("share of offered bytes (%)")
+        ax.axhline(100 / nl, color="gray", ls=":", lw=1)
+        ax.legend(fontsize=7, ncol=nl)
+        ax.set_title("bytes per link (first run; lossy: from 1 s after the loss began)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "mp.png"), dpi=110)
+    plt.close(fig)
+    return "mp.png"
+
+
+def plot_incast(plt, inc, runs, outdir):
+    fig, axs = plt.subplots(2, 1, figsize=(7.5, 8))
+    vc = {"full": "tab:blue", "nocc": "tab:orange", "nocred": "tab:green", "rxe": "tab:red"}
+    nmax = max((r["n"] for r in runs), default=0)
+    for r in runs:
+        if r["n"] != nmax:
+            continue
+        cols = r.get("cols") or []
+        s = [x for x in r.get("samples") or [] if len(x) == len(cols) + 1]
+        if not s:
+            continue
+        c, b = cols.index("port_tx") + 1, cols.index("backlog_bytes") + 1
+        act = [i for i in range(1, len(s)) if s[i][c] - s[i - 1][c] > 20000]
+        t0 = s[act[0]][0] if act else 0
+        axs[0].plot([x[0] - t0 for x in s], [x[b] / 1000 for x in s], lw=0.9, color=vc[r["variant"]],
+                    label=VARIANT_NAME[r["variant"]])
+    bdp = inc.get("bdp_bytes")
+    if bdp:
+        axs[0].axhline(2 * bdp / 1000, color="black", ls="--", lw=1, label="2 x BDP")
+    axs[0].set_xlim(-1, None)
+    axs[0].set_yscale("symlog", linthresh=10)
+    axs[0].set_xlabel("time from the first traffic (s)")
+    axs[0].set_ylabel("bottleneck backlog (kB)")
+    axs[0].set_title(f"{nmax} -> 1 incast, 100 Mbit/s port marking CE above 2 ms: queue over time", fontsize=9)
+    axs[0].grid(True, alpha=0.3)
+    axs[0].legend(fontsize=7)
+    ns = sorted(inc["by"], key=int)
+    w = 0.2
+    for k, v in enumerate(VARIANTS):
+        xs = [i + (k - 1.5) * w for i in range(len(ns))]
+        ys = [(inc["by"][n].get(v) or {}).get("goodput_mbps") or 0 for n in ns]
+        bars = axs[1].bar(xs, ys, w, color=vc[v], label=VARIANT_NAME[v])
+        for bb, n in zip(bars, ns):
+            j = (inc["by"][n].get(v) or {}).get("jain")
+            if j is not None:
+                axs[1].annotate(f"J {j:.2f}", (bb.get_x() + bb.get_width() / 2, bb.get_height()),
+                                ha="center", va="bottom", fontsize=6)
+    axs[1].axhline(inc["rate_mbit"] * INC_GOODPUT_TARGET, color="black", ls="--", lw=1, label="target (90 % of link)")
+    axs[1].set_xticks(range(len(ns)))
+    axs[1].set_xticklabels([f"{n} senders" for n in ns])
+    axs[1].set_ylabel("aggregate goodput (Mbit/s)")
+    axs[1].set_title("aggregate goodput and Jain's index (J) per N", fontsize=9)
+    axs[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.12), ncol=2)
+    axs[1].grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "incast.png"), dpi=110)
+    plt.close(fig)
+    return "incast.png"
 
 
 def main():
