@@ -390,9 +390,14 @@ mp_topo() {
 # started), waits AT_US more, then hits the link that carried the most
 # bytes so far: blackhole (100 % loss both ways), down (both ends down:
 # the routers see it) or lossy (MP_LOSS % both ways). Writes
-# "E KIND EPOCHREALTIME LINK" to $MP_EV.
+# "E KIND EPOCHREALTIME LINK CONFIRMED" to $MP_EV. The loss filter of the
+# data direction (rB's ingress) goes through a tc batch of the watcher's
+# own whose "filter show" answer confirms it; the event time is that
+# confirmation (on a busy guest a change can take effect seconds after it
+# was written: measured 3.6 s once).
 mp_watch() {
-	local kind=$1 at=$2 dcol=$3 lines w first=() ts='' hot i
+	local kind=$1 at=$2 dcol=$3 lines w first=() ts='' hot i line conf=0
+	coproc TCW { exec ip netns exec "$ECMP_RB" tc -force -batch - 2>&1; }
 	while :; do
 		bsleep 0.03
 		mapfile -t lines <"$BENCH_SAMP_OUT"
@@ -410,11 +415,18 @@ mp_watch() {
 			[ $((w[i + 1] - first[i + 1])) -le $((w[hot + 1] - first[hot + 1])) ] || hot=$i
 		done
 		case $kind in
-		blackhole) ecmp_link_loss "$hot" 100 ;;
 		down) ecmp_link_down "$hot" ;;
-		lossy) ecmp_link_loss "$hot" "$MP_LOSS" ;;
+		*)
+			# rA's side through the running batch, rB's through ours
+			_ECMP_FD[tc/$ECMP_RB]=${TCW[1]}
+			if [ "$kind" = lossy ]; then ecmp_link_loss "$hot" "$MP_LOSS"; else ecmp_link_loss "$hot" 100; fi
+			echo "filter show dev l$hot ingress" >&"${TCW[1]}"
+			while read -r -t 3 -u "${TCW[0]}" line; do
+				[[ $line != *gact* ]] || { conf=1; break; }
+			done
+			;;
 		esac
-		echo "E $kind $EPOCHREALTIME $hot" >>"$MP_EV"
+		echo "E $kind $EPOCHREALTIME $hot $conf" >>"$MP_EV"
 		return 0
 	done
 }
@@ -435,20 +447,20 @@ mp_pre() {
 # the event as JSON; heals the link
 MP_EVJSON='{}'
 mp_post() {
-	local k kind t l
+	local k kind t l c
 	if [ -n "$MP_WPID" ]; then
 		kill "$MP_WPID" 2>/dev/null
 		wait "$MP_WPID" 2>/dev/null
 	fi
 	bench_samp_stop
 	MP_EVJSON='{}'
-	while read -r k kind t l; do
+	while read -r k kind t l c; do
 		[ "$k" = E ] || continue
 		case $kind in
 		down) ecmp_link_up "$l" ;;
 		*) ecmp_link_loss "$l" 0 ;;
 		esac
-		MP_EVJSON="{\"kind\":\"$kind\",\"t\":$(_bench_tdiff "$t" "$BENCH_SAMP_T0"),\"link\":$l}"
+		MP_EVJSON="{\"kind\":\"$kind\",\"t\":$(_bench_tdiff "$t" "$BENCH_SAMP_T0"),\"link\":$l,\"tc_confirmed\":$([ "$c" = 1 ] && echo true || echo false)}"
 	done <"$MP_EV"
 	return 0
 }

@@ -437,6 +437,7 @@ def mp_metrics(run):
     busy, idle = s[i1][ci] - s[i0][ci], s[i1][ci + 1] - s[i0][ci + 1]
     m["cpu_util"] = busy / (busy + idle) if busy + idle > 0 else None
     m["event_link"] = ev.get("link")
+    m["event_conf"] = ev.get("tc_confirmed")
     m["event_t"] = tf
     if run.get("case") == "fail" and tf is not None:
         # first W-window entirely after the failure whose delivered rate is
@@ -461,6 +462,23 @@ def mp_metrics(run):
         f = next((i for i in range(len(s)) if s[i][0] >= tf), None)
         if f is not None and f > b:
             m["deliv_before_mbps"] = (s[f][deliv] - s[b][deliv]) * 8 / (s[f][0] - s[b][0]) / 1e6
+        # the same, relative to this run's own rate before the failure (a
+        # guest whose CPU limits it below the aggregate never reaches the
+        # absolute level)
+        rec_rel = None
+        lvl = MP_RECOVER_LEVEL * (m.get("deliv_before_mbps") or 0)
+        for i in range(len(s)):
+            if lvl <= 0 or s[i][0] < tf + MP_RATE_WIN_S:
+                continue
+            if s[i][0] > s[i1][0] + 0.05:
+                break
+            j = max(k for k in range(i + 1) if s[k][0] <= s[i][0] - MP_RATE_WIN_S + 1e-9)
+            if s[j][0] < tf:
+                continue
+            if (s[i][deliv] - s[j][deliv]) * 8 / (s[i][0] - s[j][0]) / 1e6 >= lvl:
+                rec_rel = s[i][0] - tf
+                break
+        m["recover_rel_s"] = rec_rel
         stall, last = 0.0, tf
         end = s[-1][0]
         for i in range(f or 0, len(s)):
@@ -491,6 +509,10 @@ def summarize_mp(runs):
                 recs = [m.get("recover_s") for m in ms]
                 d["recover_s"] = max(recs) if recs and None not in recs else None
                 d["recovered_runs"] = sum(1 for x in recs if x is not None)
+                rr = [m.get("recover_rel_s") for m in ms]
+                d["recover_rel_s"] = max(rr) if rr and None not in rr else None
+                d["recovered_rel_runs"] = sum(1 for x in rr if x is not None)
+                d["deliv_before_mbps"] = median([m.get("deliv_before_mbps") for m in ms])
                 d["deliv_after_mbps"] = median([m.get("deliv_after_mbps") for m in ms])
                 d["stall_after_s"] = max([m.get("stall_after_s") or 0 for m in ms])
             if case in ("clean", "lossy"):
@@ -547,6 +569,16 @@ def mp_rows(mp):
                      rec_cell(m), rec_cell(x), f"<= {MP_RECOVER_TARGET_S:g} s",
                      verdict(m and m["recover_s"] is not None and m["recover_s"] <= MP_RECOVER_TARGET_S, m)])
 
+        def rel_cell(v):
+            if not v:
+                return "n/a"
+            if v["recover_rel_s"] is not None:
+                return f"{v['recover_rel_s']:.2f} s (of {fmt(v['deliv_before_mbps'], 1)} Mbit/s)"
+            return (f"not within the run ({v['recovered_rel_runs']} of {v['runs']} runs; before: "
+                    f"{fmt(v['deliv_before_mbps'], 1)} Mbit/s)")
+        rows.append([scen, f"busiest link fails: time to >= {MP_RECOVER_LEVEL:.0%} of the run's own delivered rate "
+                     "before the failure", rel_cell(m), rel_cell(x), "-", "-"])
+
         def err_cell(v):
             if not v:
                 return "n/a"
@@ -602,7 +634,7 @@ def inc_metrics(run):
     m = {"n": run["n"], "flows_ok": len(ok), "flow_goodput": gps,
          "goodput_mbps": sum(ok) if ok else None,
          "jain": (sum(ok) ** 2 / (len(gps) * sum(g * g for g in ok))) if ok and sum(ok) > 0 else None,
-         "rtt_min_us": run.get("rtt_min_us")}
+         "rtt_min_us": run.get("rtt_min_us"), "margin_s": run.get("margin_s")}
     m["share"] = m["goodput_mbps"] / run["rate_mbit"] if m["goodput_mbps"] is not None else None
     if len(s) < 3:
         return m
@@ -721,7 +753,8 @@ def incast_details(inc):
             rows.append([n, VARIANT_NAME[v], f"{m['flows_ok']}/{m['n']}", fmt(m.get("goodput_mbps"), 1),
                          fmt(m.get("wire_mbps"), 1), " ".join(fmt(g, 1) for g in m["flow_goodput"]),
                          fmt(m.get("jain"), 3), fmt(m.get("wire_jain"), 3),
-                         f"{fmt(m.get('start_spread_s'), 1)} / {fmt(m.get('common_s'), 1)}", q("queue_p50"), q("queue_p99"), q("queue_max"),
+                         f"{fmt(m.get('start_spread_s'), 1)} / {fmt(m.get('common_s'), 1)}"
+                         + (" (**> margin**)" if (m.get("start_spread_s") or 0) > m.get("margin_s", 1e9) else ""), q("queue_p50"), q("queue_p99"), q("queue_max"),
                          m.get("dropped", "n/a"), m.get("ce_marks", "n/a"),
                          fmt(100 * m["cpu_util"] if m.get("cpu_util") is not None else None, 0)])
     return rows
@@ -905,13 +938,16 @@ def cmd_render(args):
                     mr.append([case, p, k + 1, fmt(m.get("goodput_mbps"), 1), fmt(m.get("deliv_before_mbps"), 1),
                                fmt(m.get("deliv_after_mbps"), 1),
                                " / ".join(fmt(100 * x if x is not None else None, 0) for x in m.get("link_share") or []),
-                               f"l{m['event_link']} at {m['event_t']:.2f} s" if m.get("event_link") else "-",
-                               fmt(m.get("recover_s"), 2), fmt(m.get("stall_after_s"), 2),
+                               (f"l{m['event_link']} at {m['event_t']:.2f} s"
+                                + (" (not confirmed by tc)" if m.get("event_conf") is False else ""))
+                               if m.get("event_link") else "-",
+                               f"{fmt(m.get('recover_s'), 2)} / {fmt(m.get('recover_rel_s'), 2)}",
+                               fmt(m.get("stall_after_s"), 2),
                                m.get("qp_errors"), "capped" if m.get("capped") else m.get("rc"),
                                fmt(100 * m["cpu_util"] if m.get("cpu_util") is not None else None, 0)])
         md.append(md_table(["case", "provider", "run", "goodput Mbit/s", "delivered before event Mbit/s",
                             "delivered from 1 s after event Mbit/s", "offered bytes per link %", "event",
-                            "recovery s", "longest stall after s", "QP errors", "exit", "guest CPU %"], mr))
+                            "recovery s (absolute / own rate)", "longest stall after s", "QP errors", "exit", "guest CPU %"], mr))
     if "incast" in summary:
         inc = summary["incast"]
         bdp = inc.get("bdp_bytes")
