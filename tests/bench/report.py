@@ -1202,6 +1202,7 @@ def plot_incast(plt, inc, runs, outdir):
         axs[0].axhline(2 * bdp / 1000, color="black", ls="--", lw=1, label="2 x BDP")
     axs[0].set_xlim(-1, None)
     axs[0].set_yscale("symlog", linthresh=10)
+    axs[0].set_ylim(0, None)
     axs[0].set_xlabel("time from the first traffic (s)")
     axs[0].set_ylabel("bottleneck backlog (kB)")
     axs[0].set_title(f"{nmax} -> 1 incast, 100 Mbit/s port marking CE above 2 ms: queue over time", fontsize=9)
