@@ -6,7 +6,7 @@
  *
  * - ACKs name the entropy of the packet that triggered them and carry its
  *   CE mark and an RTT sample.  A CE-marked entropy, or one whose
- *   smoothed RTT stands well above the average of the set, is skipped
+ *   smoothed RTT stands well above the least delayed one's, is skipped
  *   for a while (skip_us); the others keep carrying traffic ("mining"
  *   the clean ones).
  * - Losses are charged to the entropy the lost packet went out on.  An
@@ -210,10 +210,21 @@ static bool mrc_path_outlier(const struct mrc_path *p,
 	return (u64)mine * p->n >= MRC_PATH_OUTLIER * sum;
 }
 
+/* the smallest smoothed RTT of the set (entries with a sample) */
+static u32 mrc_path_rtt_min(const struct mrc_path *p)
+{
+	u32 i, m = 0;
+
+	for (i = 0; i < p->n; i++)
+		if (p->ents[i].rtt && (!m || p->ents[i].rtt < m))
+			m = p->ents[i].rtt;
+	return m;
+}
+
 void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 {
 	struct mrc_path_ent *e = mrc_path_find(p, port);
-	u32 avg;
+	u32 ref;
 
 	if (!e)
 		return;		/* retired since, or not ours */
@@ -230,7 +241,7 @@ void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 	}
 	if (!rtt)
 		return;
-	/* smoothed per-entropy RTT, gain 1/4; the set's average beside it */
+	/* smoothed per-entropy RTT, gain 1/4; the set's sum beside it */
 	if (e->rtt) {
 		p->rtt_sum -= e->rtt;
 		e->rtt = e->rtt - (e->rtt >> 2) + (rtt >> 2);
@@ -243,9 +254,14 @@ void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 	p->rtt_sum += e->rtt;
 	if (!p->aware || p->rtt_n < 2)
 		return;
-	avg = (u32)mrc_div_u64(p->rtt_sum, p->rtt_n);
-	/* standing well above its peers: a longer queue on that path */
-	if (e->rtt > avg + avg / 4 && e->rtt - avg > p->delay_min_us) {
+	/*
+	 * Standing well above the least delayed entropy: a longer queue on
+	 * that path.  Not the set's average: when most entropies hash onto
+	 * the busy links, the average is their delay and nothing would move
+	 * to the idle one.
+	 */
+	ref = mrc_path_rtt_min(p);
+	if (e->rtt > ref + ref / 4 && e->rtt - ref > p->delay_min_us) {
 		p->delay_skips++;
 		mrc_path_skip(p, e, now);
 	}

@@ -216,7 +216,7 @@ static void mrc_path_delay_skip(struct kunit *test)
 		for (i = 0; i < 3; i++)
 			mrc_path_on_ack(&p, ents[i].port, false, 1000, 0);
 	KUNIT_EXPECT_EQ(test, p.delay_skips, 0u);
-	/* 1100 is within avg + avg/4 */
+	/* 1100 is within min + min/4 */
 	mrc_path_on_ack(&p, ents[3].port, false, 1100, 0);
 	KUNIT_EXPECT_EQ(test, p.delay_skips, 0u);
 	KUNIT_EXPECT_FALSE(test, ents[3].skipping);
@@ -230,6 +230,30 @@ static void mrc_path_delay_skip(struct kunit *test)
 	mrc_path_on_loss(&p, ents[3].port, 0);
 	KUNIT_EXPECT_EQ(test, p.rtt_n, 3u);
 	KUNIT_EXPECT_EQ(test, p.rtt_sum, 3000u);
+}
+
+/*
+ * Most entropies hash onto a busy link: they are the ones skipped, the
+ * least delayed one keeps its traffic (an average would have sided with
+ * the majority).
+ */
+static void mrc_path_delay_majority(struct kunit *test)
+{
+	struct mrc_path_ent ents[4];
+	struct mrc_path p;
+	u32 i, k;
+
+	mrc_path_init(&p, ents, 4, 8, true);
+	p.delay_min_us = 200;
+	for (k = 0; k < 8; k++)
+		mrc_path_on_ack(&p, ents[3].port, false, 1000, 0);
+	for (k = 0; k < 8; k++)
+		for (i = 0; i < 3; i++)
+			mrc_path_on_ack(&p, ents[i].port, false, 5000, 0);
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_TRUE(test, ents[i].skipping);
+	KUNIT_EXPECT_FALSE(test, ents[3].skipping);
+	KUNIT_EXPECT_GE(test, p.delay_skips, 3u);
 }
 
 /* everything skipped: still sends, round robin */
@@ -318,6 +342,7 @@ static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_isolated_losses_fade),
 	KUNIT_CASE(mrc_path_ce_retires),
 	KUNIT_CASE(mrc_path_delay_skip),
+	KUNIT_CASE(mrc_path_delay_majority),
 	KUNIT_CASE(mrc_path_all_skipped),
 	KUNIT_CASE(mrc_path_drains_dead_path),
 	{}
