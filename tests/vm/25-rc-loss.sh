@@ -123,15 +123,15 @@ lcase() {
 		t_fail "$desc: no go-back-N: $retxA retransmitted for $lost lost (ratio $ratio) exceeds 3 x lost + 50 + 15 % of tx ($G)" \
 			"tx $txA rack_losses $rackA tail_loss_probes $tlpA rto_events $rtoA; hostB duplicate_packets $dupB out_of_order $oooB"
 	fi
-	# Target: retransmissions close to losses.  Spurious retransmissions
-	# from reordering (spraying + RPS on a TCG guest) still exceed it at
-	# low loss: a known, open bug, reported as TAP TODO until fixed.
+	# Target: retransmissions close to losses.  The guest reorders by
+	# milliseconds (spraying over per-CPU backlogs, vCPUs that lose the
+	# host CPU); the RACK window adapts to it (srtt + 4 rttvar).  A host
+	# busy with other guests can still push reordering past it.
 	if [ "$retxA" -le $((3 * lost + C)) ]; then
 		t_ok "$desc: selective retransmission: $retxA retransmitted for $lost lost (ratio $ratio, bound $((3 * lost + C)))"
 	else
-		t_todo "$desc: selective retransmission: $retxA retransmitted for $lost lost (ratio $ratio) exceeds 3 x lost + $C" \
-			"spurious retransmissions under reordering (issue: RC transport)" \
-			"tx $txA rack_losses $rackA tail_loss_probes $tlpA rto_events $rtoA; hostB duplicate_packets $dupB out_of_order $oooB"
+		t_fail "$desc: selective retransmission: $retxA retransmitted for $lost lost (ratio $ratio) exceeds 3 x lost + $C" \
+			"tx $txA rack_losses $rackA tail_loss_probes $tlpA rto_events $rtoA spurious_retransmits $(rc_delta a0 a1 spurious_retransmits); hostB duplicate_packets $dupB out_of_order $oooB"
 	fi
 	# duplicates at B come from A's retransmissions (no netem duplication here)
 	if [ "$dupB" -le $((retxA + C)) ]; then
