@@ -613,7 +613,8 @@ bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget)
 		for (i = 0; i < MRC_RD_QUEUE; i++)
 			if (qp->rd[i].used && qp->rd[i].executing)
 				return false;
-		return !qp->ack_now;
+		/* a pending Invalid Request NAK goes in the next run */
+		return !qp->ack_now && !qp->rd_viol;
 	}
 	return true;
 }
