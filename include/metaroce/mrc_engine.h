@@ -67,6 +67,8 @@ struct mrc_rtt {
 
 void mrc_rtt_init(struct mrc_rtt *r, u32 rto_init, u32 rto_min, u32 rto_max);
 void mrc_rtt_sample(struct mrc_rtt *r, u32 sample_us);
+/* new upper clamp (not below rto_min); the base RTO is clamped to it */
+void mrc_rtt_set_max(struct mrc_rtt *r, u32 rto_max);
 /* current timeout including backoff, clamped to rto_max */
 u32 mrc_rtt_rto(const struct mrc_rtt *r);
 

@@ -138,18 +138,22 @@ else
 fi
 
 # --- the peer is gone -----------------------------------------------------------------------
-# retry_case DESC TIMEOUT RETRY HOW: HOW kill (server process killed and
-# reaped) or blackhole (netem loss 100% towards hostB)
+# retry_case DESC TIMEOUT RETRY HOW [NETEM...]: HOW kill (server process
+# killed and reaped) or blackhole (netem loss 100% towards hostB); NETEM
+# shapes the link towards hostB while the QPs connect and warm up.
 retry_case() {
 	local desc=$1 to=$2 rt=$3 how=$4 rc=0 l st ms nom
+	shift 4
 	rm -f /tmp/go
 	rc_snap a0 "$RC_DEV_A"
+	[ $# -eq 0 ] || link_shape "$TOPO_SW" "$TOPO_PORT_B" "$@"
 	start_srv /tmp/rt.srv
 	start_cli /tmp/rt.cli --mode retry --timeout "$to" --retry-cnt "$rt" --go-file /tmp/go
 	if ! wait_for 60 grep -q '^READY' /tmp/rt.cli; then
 		t_fail "$desc: set-up" "$(cat /tmp/rt.cli /tmp/rt.srv)"
 		kill -9 "$SPID" "$CPID" 2>/dev/null
 		wait "$SPID" "$CPID" 2>/dev/null
+		link_clear "$TOPO_SW" "$TOPO_PORT_B"
 		return
 	fi
 	if [ "$how" = kill ]; then
@@ -198,6 +202,10 @@ retry_case() {
 retry_case "peer process killed (timeout 14, retry_cnt 3)" 14 3 kill
 retry_case "link blackholed (timeout 10, retry_cnt 3)" 10 3 blackhole
 retry_case "link blackholed (timeout 16, retry_cnt 2)" 16 2 blackhole
+# A slow first RTT sample (200 ms: RTO 600 ms) must not stretch the time
+# to fail: every RTO is capped at the ACK timeout (268 ms).
+retry_case "link blackholed after a 200 ms RTT sample (timeout 16, retry_cnt 3)" \
+	16 3 blackhole delay 200ms
 
 # --- killed mid-transfer, then link del and rmmod ---------------------------------------------
 # live_run SECS: start a long mrc_verify, wait until both run for SECS

@@ -48,6 +48,7 @@
 #define MRC_SRQ_CLAIM		64	/* SRQ WQEs one QP may hold ahead */
 #define MRC_TX_BUDGET		64	/* packets per send-engine run */
 #define MRC_FAILOVER_US		100000	/* silence before a single path is replaced */
+#define MRC_RTO_CEIL_US		4000000	/* RTO cap when the ACK timeout is longer */
 
 /* header room: IPv6 (40) + UDP (8) + base + largest extension */
 #define MRC_MAX_HDR		(MRC_BTH_LEN + MRC_ACK_LEN + 8 * MRC_ACK_MAX_SACKW)
@@ -576,6 +577,7 @@ void mrc_send_kick(struct mrc_qp *qp);
 void mrc_send_work(struct work_struct *work);
 enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t);
 void mrc_tx_timer_update(struct mrc_qp *qp);
+void mrc_req_set_rto_max(struct mrc_qp *qp);
 void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p);
 void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
 		      const void *payload);

@@ -360,8 +360,11 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->rq_psn_attr = attr->rq_psn & 0xffffff;
 	if (mask & IB_QP_SQ_PSN)
 		qp->sq_psn_attr = attr->sq_psn & 0xffffff;
-	if (mask & IB_QP_TIMEOUT)
+	if (mask & IB_QP_TIMEOUT) {
 		qp->timeout = attr->timeout;
+		if (cur == IB_QPS_RTS || cur == IB_QPS_SQD)
+			mrc_req_set_rto_max(qp);
+	}
 	if (mask & IB_QP_RETRY_CNT)
 		qp->retry_cnt = attr->retry_cnt;
 	if (mask & IB_QP_RNR_RETRY)
@@ -413,7 +416,8 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			qp->spurious = 0;
 			qp->gbn_valid = false;
 			mrc_rtt_init(&qp->tx.rtt, mrc_rto_init_us,
-				     mrc_rto_min_us, 4000000);
+				     mrc_rto_min_us, MRC_RTO_CEIL_US);
+			mrc_req_set_rto_max(qp);
 			steps = clamp_val(mrc_reo_steps, 1, MRC_REO_STEPS_MAX);
 			qp->tx.reo_steps_min = rounddown_pow_of_two(steps);
 			qp->tx.reo_steps = qp->tx.reo_steps_min;

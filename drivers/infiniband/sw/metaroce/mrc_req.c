@@ -907,16 +907,36 @@ void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
 	mrc_send_run(qp);
 }
 
+/* the IB local ACK timeout, 4.096 us x 2^timeout, in us; 0: infinite */
+static u64 mrc_ack_timeout_us(const struct mrc_qp *qp)
+{
+	if (!qp->timeout)
+		return 0;
+	return (4096ULL << min_t(u8, qp->timeout, 31)) / 1000;
+}
+
 static u32 mrc_fail_after_us(struct mrc_qp *qp)
 {
-	u64 t;
+	u64 t = mrc_ack_timeout_us(qp);
 
-	if (!qp->timeout)
-		return 0;	/* IBTA: timeout 0 means wait forever */
-	/* 4.096 us * 2^timeout per attempt, retry_cnt + 1 attempts */
-	t = (4096ULL << min_t(u8, qp->timeout, 31)) / 1000;
+	/* retry_cnt + 1 attempts of one local ACK timeout each */
 	t *= (u64)qp->retry_cnt + 1;
 	return (u32)min_t(u64, t, U32_MAX / 2);
+}
+
+/**
+ * mrc_req_set_rto_max() - cap every RTO, backoff included, at the QP's
+ * local ACK timeout, so that retry_cnt + 1 expiries end within
+ * timeout x (retry_cnt + 1) however slow the RTT samples were.
+ * @qp: the QP, its lock held and its send state initialised.
+ */
+void mrc_req_set_rto_max(struct mrc_qp *qp)
+{
+	u64 t = mrc_ack_timeout_us(qp);
+
+	if (!t || t > MRC_RTO_CEIL_US)
+		t = MRC_RTO_CEIL_US;
+	mrc_rtt_set_max(&qp->tx.rtt, (u32)t);
 }
 
 enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)

@@ -37,6 +37,17 @@ void mrc_rtt_init(struct mrc_rtt *r, u32 rto_init, u32 rto_min, u32 rto_max)
 	r->rto = mrc_rtt_clamp(r, rto_init);
 }
 
+/*
+ * The IB local ACK timeout caps each retransmission timeout, backoff
+ * included: retry_cnt + 1 expiries then fit in timeout x (retry_cnt + 1).
+ */
+void mrc_rtt_set_max(struct mrc_rtt *r, u32 rto_max)
+{
+	r->rto_max = rto_max < r->rto_min ? r->rto_min : rto_max;
+	if (r->rto > r->rto_max)
+		r->rto = r->rto_max;
+}
+
 void mrc_rtt_sample(struct mrc_rtt *r, u32 sample_us)
 {
 	u32 s = sample_us ? sample_us : 1;

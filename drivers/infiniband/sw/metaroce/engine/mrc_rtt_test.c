@@ -152,12 +152,40 @@ static void mrc_rtt_clamp_and_backoff(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r.rto, 60000u);
 }
 
+static void mrc_rtt_set_max_caps(struct kunit *test)
+{
+	struct mrc_rtt r;
+
+	mrc_rtt_init(&r, 3000, 1000, 4000000);
+	mrc_rtt_sample(&r, 200000);		/* 200000 + 4 x 100000 */
+	KUNIT_EXPECT_EQ(test, r.rto, 600000u);
+	mrc_rtt_set_max(&r, 67108);		/* IB timeout 14 */
+	KUNIT_EXPECT_EQ(test, r.rto_max, 67108u);
+	KUNIT_EXPECT_EQ(test, r.rto, 67108u);
+	r.backoff = 3;
+	KUNIT_EXPECT_EQ(test, mrc_rtt_rto(&r), 67108u);
+	/* later samples stay under the cap too */
+	mrc_rtt_sample(&r, 500000);
+	KUNIT_EXPECT_EQ(test, r.rto, 67108u);
+	/* never below rto_min: IB timeout 8 is 1048 us */
+	mrc_rtt_set_max(&r, 500);
+	KUNIT_EXPECT_EQ(test, r.rto_max, 1000u);
+	KUNIT_EXPECT_EQ(test, mrc_rtt_rto(&r), 1000u);
+	/* raising the cap leaves the base RTO until the next sample */
+	mrc_rtt_set_max(&r, 4000000);
+	KUNIT_EXPECT_EQ(test, r.rto, 1000u);
+	r.backoff = 0;
+	mrc_rtt_sample(&r, 1000);
+	KUNIT_EXPECT_GT(test, r.rto, 1000u);
+}
+
 static struct kunit_case mrc_rtt_cases[] = {
 	KUNIT_CASE(mrc_rtt_init_clamps),
 	KUNIT_CASE(mrc_rtt_hand_computed),
 	KUNIT_CASE(mrc_rtt_converges),
 	KUNIT_CASE(mrc_rtt_zero_and_huge),
 	KUNIT_CASE(mrc_rtt_clamp_and_backoff),
+	KUNIT_CASE(mrc_rtt_set_max_caps),
 	{}
 };
 

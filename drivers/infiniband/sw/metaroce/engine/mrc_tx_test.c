@@ -584,6 +584,36 @@ static void mrc_tx_retry_accounting(struct kunit *test)
 }
 
 /*
+ * A slow first RTT sample gives a large RTO; capped at the IB timeout
+ * (4 ms here), retry_cnt 3 fails after 4 expiries, 16 ms of silence,
+ * not after 15 x the RTO.
+ */
+static void mrc_tx_fail_within_ib_timeout(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 8, 0);
+	enum mrc_tx_timer_action a;
+	u32 i, d, t = 0;
+
+	mrc_rtt_init(&tx->rtt, 1000, 1000, 4000000);
+	mrc_rtt_sample(&tx->rtt, 100000);	/* rto 300 ms */
+	mrc_rtt_set_max(&tx->rtt, 4000);
+	mrc_tt_send(test, tx, 1, 0, 0);
+	for (i = 0; i < 8; i++) {
+		KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+		KUNIT_EXPECT_EQ(test, d, t + 4000);
+		t = d;
+		a = mrc_tx_on_timer(tx, t, 3, 4 * 4000);
+		if (a == MRC_TXT_FAIL)
+			break;
+		KUNIT_EXPECT_EQ(test, a, MRC_TXT_RTO);
+		mrc_tx_sent(tx, 0, 1, t, 0, 0);
+	}
+	KUNIT_EXPECT_EQ(test, a, MRC_TXT_FAIL);
+	KUNIT_EXPECT_EQ(test, t, 16000u);
+	KUNIT_EXPECT_EQ(test, tx->timeouts, 4u);
+}
+
+/*
  * A long READ: its PSNs wait for responses, which stream in for longer
  * than an RTO; later requests being ACKed must not mark them lost.
  */
@@ -917,6 +947,7 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_loss_and_lost_retransmission),
 	KUNIT_CASE(mrc_tx_tail_loss),
 	KUNIT_CASE(mrc_tx_retry_accounting),
+	KUNIT_CASE(mrc_tx_fail_within_ib_timeout),
 	KUNIT_CASE(mrc_tx_long_read),
 	KUNIT_CASE(mrc_tx_inflight_window),
 	KUNIT_CASE(mrc_tx_reo_cap),
