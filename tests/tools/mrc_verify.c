@@ -2082,7 +2082,7 @@ static int run_badrkey(void)
  */
 static int run_rdlimit(void)
 {
-	const unsigned n = 8;
+	enum { n = 8 };
 	/*
 	 * Large enough that the first READ is still being answered when the
 	 * next request arrives (with a window that sends each in one packet)
@@ -2115,10 +2115,32 @@ static int run_rdlimit(void)
 		fails++;
 	}
 
+	/*
+	 * One list, one doorbell: the second request leaves right behind the
+	 * first even if this process loses its CPU between two posts.
+	 */
 	q = &Q[0];
-	for (i = 0; i < n; i++)
-		post1(q, IBV_WR_RDMA_READ, 10 + i, q->rbuf, len, q->rbuf_mr->lkey,
-		      q->rem.rsrc_addr, q->rem.rsrc_rkey);
+	{
+		struct ibv_sge sge = { .addr = (uintptr_t)q->rbuf, .length = len,
+				       .lkey = q->rbuf_mr->lkey };
+		struct ibv_send_wr wr[n], *bad;
+		int ret;
+
+		memset(wr, 0, sizeof(wr));
+		for (i = 0; i < n; i++) {
+			wr[i].wr_id = 10 + i;
+			wr[i].sg_list = &sge;
+			wr[i].num_sge = 1;
+			wr[i].opcode = IBV_WR_RDMA_READ;
+			wr[i].send_flags = IBV_SEND_SIGNALED;
+			wr[i].wr.rdma.remote_addr = q->rem.rsrc_addr;
+			wr[i].wr.rdma.rkey = q->rem.rsrc_rkey;
+			wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+		}
+		ret = ibv_post_send(q->qp, wr, &bad);
+		if (ret)
+			die("qp %u: ibv_post_send of %u READs: %s", q->idx, n, strerror(ret));
+	}
 	for (i = 0; i < n; i++) {
 		if (!wait_wc(&wc, 60)) {
 			error("READ %u of %u: no completion in 60 s", i + 1, n);

@@ -89,13 +89,16 @@ else
 fi
 
 # --- responder resources (max_dest_rd_atomic) ------------------------------------------
-# cc off: the full window lets each 1 MiB READ go as one request packet, so
-# the second arrives while the first is still being answered
+# cc and credits off: the full window lets the first two 1 MiB READs go as
+# one request packet each, so the second arrives while the first is still
+# being answered (a credit share of 256 PSNs held the second one back)
 rc=0
-cc0=$(rc_param cc)
+cc0=$(rc_param cc) cr0=$(rc_param credits)
 rc_param cc N
+rc_param credits N
 rc_verify --timeout 120 --log /tmp/rdl --mode rdlimit -s 1M || rc=$?
 rc_param cc "$cc0"
+rc_param credits "$cr0"
 l0=$(grep '^RDLIMIT case=0' /tmp/rdl.cli)
 l1=$(grep '^RDLIMIT case=1' /tmp/rdl.cli)
 if [ "$rc" -eq 0 ] && [ "$(rc_result /tmp/rdl.cli status)" = PASS ]; then
