@@ -529,6 +529,8 @@ static inline u32 mrc_cc_wnd(const struct mrc_cc *cc)
 #define MRC_PATH_CE_RETIRE	4	/* CE echoes per epoch that retire one */
 #define MRC_PATH_EPOCH_PKTS	64	/* an entropy's own packets per epoch */
 #define MRC_PATH_OUTLIER	2	/* retire at this many times the average */
+#define MRC_PATH_SKIP_MAX_US	100000	/* longest skip for delay */
+#define MRC_PATH_BALANCE_ROUNDS	8	/* rounds per balance window */
 
 /**
  * struct mrc_path_ent - one entropy (UDP source port) and its record.
@@ -538,6 +540,8 @@ static inline u32 mrc_cc_wnd(const struct mrc_cc *cc)
  * @sent: packets sent in the current epoch.
  * @losses: losses charged in the current epoch (halved each epoch).
  * @ce: CE echoes in the current epoch (halved each epoch).
+ * @wsent: packets sent in the current balance window.
+ * @wfresh: (re)drawn during the current window, not judged at its end.
  * @rtt: smoothed RTT of ACKs triggered through it (0: no sample yet).
  * @pkts: packets sent since it was (re)drawn.
  */
@@ -548,6 +552,8 @@ struct mrc_path_ent {
 	u32 sent;
 	u32 losses;
 	u32 ce;
+	u32 wsent;
+	bool wfresh;
 	u32 rtt;
 	u64 pkts;
 };
@@ -561,16 +567,20 @@ struct mrc_path_ent {
  * @rng: xorshift state (seeded by the caller).
  * @aware: judge entropies (skip and retire); false: plain round robin.
  * @skip_us: how long a marked, slow or lossy entropy is skipped.
- * @delay_min_us: smallest RTT excess over the set's average that skips.
+ * @delay_min_us: smallest RTT excess over the set's lowest that skips.
  * @loss_retire: losses within an epoch that retire an entropy.
  * @ce_retire: CE echoes within an epoch that retire an entropy.
  * @epoch_pkts: an entropy's packets per epoch (its evidence halves after).
+ * @balance_rounds: rounds (of @n picks) per balance window; 0: no
+ *	rebalancing.
+ * @wpicks: picks in the current balance window.
  * @rtt_sum: sum of the entries' @rtt that have one.
  * @rtt_n: how many have one.
  * @switches: picks that passed over an entropy being skipped.
  * @retired: entropies replaced with a fresh port.
  * @ce_echoes: CE-marked ACK triggers seen.
- * @delay_skips: entropies skipped for standing above the average RTT.
+ * @delay_skips: entropies skipped for standing above the lowest RTT.
+ * @rebalanced: entropies redrawn for sending under half the average.
  * @losses: losses charged.
  * @last: index of the entry the last mrc_path_pick() returned.
  */
@@ -586,12 +596,15 @@ struct mrc_path {
 	u32 loss_retire;
 	u32 ce_retire;
 	u32 epoch_pkts;
+	u32 balance_rounds;
+	u32 wpicks;
 	u64 rtt_sum;
 	u32 rtt_n;
 	u64 switches;
 	u64 retired;
 	u64 ce_echoes;
 	u64 delay_skips;
+	u64 rebalanced;
 	u64 losses;
 	u32 last;
 };

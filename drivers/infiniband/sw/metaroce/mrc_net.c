@@ -188,12 +188,17 @@ void mrc_net_exit(void)
 u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid)
 {
 	struct mrc_path *p = &qp->path;
-	u64 sw = p->switches;
+	u64 sw = p->switches, rb = p->rebalanced;
 	u16 port;
 
 	port = mrc_path_pick(p, mrc_now(), avoid);
 	if (p->switches != sw)
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_SWITCHES);
+	if (p->rebalanced != rb) {
+		/* a redraw for balance is a retirement too */
+		mrc_stat_inc(qp->mdev, MRC_ST_PATH_REBALANCED);
+		mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
+	}
 	mrc_stat_inc(qp->mdev, MRC_ST_PATH_SLOT0 + p->last % MRC_PATH_SLOTS);
 	return port;
 }

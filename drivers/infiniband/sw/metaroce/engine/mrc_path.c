@@ -82,6 +82,7 @@ void mrc_path_init(struct mrc_path *p, struct mrc_path_ent *ents, u32 n,
 	p->loss_retire = MRC_PATH_LOSS_RETIRE;
 	p->ce_retire = MRC_PATH_CE_RETIRE;
 	p->epoch_pkts = MRC_PATH_EPOCH_PKTS;
+	p->balance_rounds = aware ? MRC_PATH_BALANCE_ROUNDS : 0;
 	if (n < 1)
 		n = 1;
 	if (n > MRC_PATH_MAX)
@@ -114,6 +115,7 @@ static void mrc_path_retire(struct mrc_path *p, struct mrc_path_ent *e)
 		p->rtt_n--;
 	}
 	mrc_path_ent_reset(e, mrc_path_fresh_port(p));
+	e->wfresh = true;	/* not judged on a partial balance window */
 	p->retired++;
 }
 
@@ -137,6 +139,41 @@ static struct mrc_path_ent *mrc_path_step(struct mrc_path *p)
 	p->cursor = p->cursor + 1 == p->n ? 0 : p->cursor + 1;
 	p->round_left--;
 	return c;
+}
+
+/*
+ * Skips for delay leave the entropies on a crowded link fewer turns.  At
+ * the end of each balance window the entropy that sent least, if under
+ * half the average and in the set for the whole window, gets a fresh
+ * port: a new draw of the ECMP hash.  Once the set's ports are spread
+ * evenly over the links all send alike and nothing is redrawn.
+ */
+static void mrc_path_balance(struct mrc_path *p)
+{
+	struct mrc_path_ent *lo = NULL;
+	u64 sum = 0;
+	u32 i, cnt = 0;
+
+	for (i = 0; i < p->n; i++) {
+		struct mrc_path_ent *e = &p->ents[i];
+
+		if (e->wfresh)
+			continue;
+		sum += e->wsent;
+		cnt++;
+		if (!lo || e->wsent < lo->wsent)
+			lo = e;
+	}
+	if (lo && cnt > 1 && (u64)lo->wsent * 2 * cnt < sum) {
+		mrc_path_retire(p, lo);
+		p->rebalanced++;
+	}
+	for (i = 0; i < p->n; i++) {
+		if (&p->ents[i] != lo)
+			p->ents[i].wfresh = false;
+		p->ents[i].wsent = 0;
+	}
+	p->wpicks = 0;
 }
 
 u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid)
@@ -173,6 +210,10 @@ u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid)
 		e->losses >>= 1;
 		e->ce >>= 1;
 	}
+	e->wsent++;
+	if (p->balance_rounds && p->n > 1 &&
+	    ++p->wpicks >= p->n * p->balance_rounds)
+		mrc_path_balance(p);
 	e->pkts++;
 	p->last = (u32)(e - p->ents);
 	return e->port;
@@ -224,7 +265,7 @@ static u32 mrc_path_rtt_min(const struct mrc_path *p)
 void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 {
 	struct mrc_path_ent *e = mrc_path_find(p, port);
-	u32 ref;
+	u32 ref, d;
 
 	if (!e)
 		return;		/* retired since, or not ours */
@@ -262,8 +303,19 @@ void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 	 */
 	ref = mrc_path_rtt_min(p);
 	if (e->rtt > ref + ref / 4 && e->rtt - ref > p->delay_min_us) {
+		/*
+		 * Skipped for as long as it stands above: about the time the
+		 * longer queue takes to drain.  A fixed short skip barely
+		 * shifts load when each entropy's turn comes only every few
+		 * milliseconds.
+		 */
 		p->delay_skips++;
 		mrc_path_skip(p, e, now);
+		d = e->rtt - ref;
+		if (d > MRC_PATH_SKIP_MAX_US)
+			d = MRC_PATH_SKIP_MAX_US;
+		if (d > p->skip_us)
+			e->skip_until = now + d;
 	}
 }
 

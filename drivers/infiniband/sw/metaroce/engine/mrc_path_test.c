@@ -97,6 +97,8 @@ static void mrc_path_ce_skips_then_returns(struct kunit *test)
 
 	mrc_path_init(&p, ents, 4, 11, true);
 	p.skip_us = 1000;
+	/* skips alone: 40 picks at one instant would end a balance window */
+	p.balance_rounds = 0;
 	marked = ents[2].port;
 	mrc_path_on_ack(&p, marked, true, 0, 100);
 	KUNIT_EXPECT_EQ(test, p.ce_echoes, 1u);
@@ -232,6 +234,163 @@ static void mrc_path_delay_skip(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, p.rtt_sum, 3000u);
 }
 
+/* a delay skip lasts as long as the excess delay, within its bounds */
+static void mrc_path_delay_skip_length(struct kunit *test)
+{
+	struct mrc_path_ent ents[4];
+	struct mrc_path p;
+	u32 i;
+
+	mrc_path_init(&p, ents, 4, 8, true);
+	p.skip_us = 1000;
+	for (i = 0; i < 3; i++)
+		mrc_path_on_ack(&p, ents[i].port, false, 1000, 0);
+	/* 6000 over a least delayed 1000: skipped for 5000 us */
+	mrc_path_on_ack(&p, ents[3].port, false, 6000, 100);
+	KUNIT_EXPECT_TRUE(test, ents[3].skipping);
+	KUNIT_EXPECT_EQ(test, ents[3].skip_until, 5100u);
+	KUNIT_EXPECT_EQ(test, pt_count(&p, ents[3].port, 12, 5099), 0u);
+	KUNIT_EXPECT_EQ(test, pt_count(&p, ents[3].port, 4, 5100), 1u);
+	/* a small excess skips for skip_us, a huge one for the cap */
+	mrc_path_on_ack(&p, ents[2].port, false, 3000, 200);	/* -> 1500 */
+	KUNIT_EXPECT_EQ(test, ents[2].skip_until, 1200u);
+	mrc_path_on_ack(&p, ents[1].port, false, 10000000, 300);
+	KUNIT_EXPECT_EQ(test, ents[1].skip_until, 300u + MRC_PATH_SKIP_MAX_US);
+}
+
+/*
+ * Balance windows: the entropy that sent under half the set's average
+ * (skipped most of the window) is redrawn, one per window; an even set
+ * is left alone, and a fresh entropy is not judged on a partial window.
+ */
+static void mrc_path_balance_redraws(struct kunit *test)
+{
+	struct mrc_path_ent ents[4];
+	struct mrc_path p;
+	u16 starved, old[4];
+	u32 k, i;
+
+	mrc_path_init(&p, ents, 4, 21, true);
+	KUNIT_EXPECT_EQ(test, p.balance_rounds, (u32)MRC_PATH_BALANCE_ROUNDS);
+	for (i = 0; i < 4; i++)
+		old[i] = ents[i].port;
+	/* even use for three windows: nothing is redrawn */
+	for (k = 0; k < 3 * 4 * MRC_PATH_BALANCE_ROUNDS; k++)
+		mrc_path_pick(&p, 0, 0);
+	KUNIT_EXPECT_EQ(test, p.rebalanced, 0u);
+	for (i = 0; i < 4; i++)
+		KUNIT_EXPECT_EQ(test, ents[i].port, old[i]);
+
+	/* entropy 1 skipped (CE) for all of one window */
+	starved = ents[1].port;
+	p.skip_us = 1000000;
+	mrc_path_on_ack(&p, starved, true, 0, 0);
+	for (k = 0; k < 4 * MRC_PATH_BALANCE_ROUNDS; k++)
+		KUNIT_EXPECT_NE(test, mrc_path_pick(&p, 10, 0), starved);
+	KUNIT_EXPECT_EQ(test, p.rebalanced, 1u);
+	KUNIT_EXPECT_EQ(test, p.retired, 1u);
+	KUNIT_EXPECT_NE(test, ents[1].port, starved);
+	KUNIT_EXPECT_FALSE(test, ents[1].skipping);
+	KUNIT_EXPECT_TRUE(test, ents[1].wfresh);
+	for (i = 0; i < 4; i++)
+		if (i != 1)
+			KUNIT_EXPECT_EQ(test, ents[i].port, old[i]);
+
+	/* path_aware off: plain round robin, never rebalanced */
+	mrc_path_init(&p, ents, 4, 21, false);
+	KUNIT_EXPECT_EQ(test, p.balance_rounds, 0u);
+}
+
+/*
+ * A model fabric: 4 equal links, a hash of the port picks the link, a
+ * fixed window of packets in flight.  A draw of 16 ports that puts 7, 4,
+ * 2 and 3 of them on the links gives the links 7/16 .. 2/16 of the
+ * packets with plain round robin; skips for the excess delay and
+ * rebalancing must bring every link within 25 % of an even share.
+ */
+#define PM_LINKS	4
+#define PM_WND		24
+#define PM_TPKT		1330	/* us a packet takes on a link */
+#define PM_BASE		400	/* us of propagation and ACK return */
+
+static u32 pm_link(u16 port, u32 salt)
+{
+	u32 h = (port ^ salt) * 0x9e3779b1u;
+
+	h ^= h >> 15;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	return h % PM_LINKS;
+}
+
+struct pm_pkt {
+	u32 sent;
+	u32 done;
+	u16 port;
+	u8 link;
+};
+
+static void pm_run(struct mrc_path *p, u32 salt, u32 dur, u64 *pkts)
+{
+	struct pm_pkt f[PM_WND];
+	u32 link_free[PM_LINKS] = {}, now, n = 0, acks = 0, i;
+
+	for (now = 0; now < dur; now += 10) {
+		for (i = 0; i < n; ) {
+			if (f[i].done > now) {
+				i++;
+				continue;
+			}
+			if (now >= dur / 2)
+				pkts[f[i].link]++;
+			if (++acks % 4 == 0)
+				mrc_path_on_ack(p, f[i].port, false,
+						now - f[i].sent, now);
+			f[i] = f[--n];
+		}
+		while (n < PM_WND) {
+			u16 port = mrc_path_pick(p, now, 0);
+			u8 l = pm_link(port, salt);
+			u32 start = link_free[l] > now ? link_free[l] : now;
+
+			link_free[l] = start + PM_TPKT;
+			f[n].sent = now;
+			f[n].done = link_free[l] + PM_BASE;
+			f[n].port = port;
+			f[n].link = l;
+			n++;
+		}
+	}
+}
+
+static void mrc_path_balances_uneven_draw(struct kunit *test)
+{
+	struct mrc_path_ent ents[PT_N];
+	struct mrc_path p;
+	u32 cnt[PM_LINKS] = {}, salt = 7 * 2654435761u, i;
+	u64 pkts[PM_LINKS] = {}, sum = 0;
+
+	mrc_path_init(&p, ents, PT_N, 7 * 7919 + 1, true);
+	for (i = 0; i < PT_N; i++)
+		cnt[pm_link(ents[i].port, salt)]++;
+	/* the draw this test is about */
+	KUNIT_ASSERT_EQ(test, cnt[0], 7u);
+	KUNIT_ASSERT_EQ(test, cnt[2], 2u);
+	pm_run(&p, salt, 6000000, pkts);
+	for (i = 0; i < PM_LINKS; i++)
+		sum += pkts[i];
+	KUNIT_ASSERT_GT(test, sum, 0ull);
+	for (i = 0; i < PM_LINKS; i++) {
+		KUNIT_EXPECT_GE(test, pkts[i] * 4 * 4, sum * 3);
+		KUNIT_EXPECT_LE(test, pkts[i] * 4 * 4, sum * 5);
+	}
+	/* the second half ran the links at 85 % or more */
+	KUNIT_EXPECT_GE(test, sum * PM_TPKT * 100,
+			(u64)PM_LINKS * 3000000 * 85);
+	KUNIT_EXPECT_GT(test, p.rebalanced, 0u);
+	KUNIT_EXPECT_GT(test, p.delay_skips, 0u);
+}
+
 /*
  * Most entropies hash onto a busy link: they are the ones skipped, the
  * least delayed one keeps its traffic (an average would have sided with
@@ -343,6 +502,9 @@ static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_ce_retires),
 	KUNIT_CASE(mrc_path_delay_skip),
 	KUNIT_CASE(mrc_path_delay_majority),
+	KUNIT_CASE(mrc_path_delay_skip_length),
+	KUNIT_CASE(mrc_path_balance_redraws),
+	KUNIT_CASE(mrc_path_balances_uneven_draw),
 	KUNIT_CASE(mrc_path_all_skipped),
 	KUNIT_CASE(mrc_path_drains_dead_path),
 	{}
