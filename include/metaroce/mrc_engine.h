@@ -531,6 +531,7 @@ static inline u32 mrc_cc_wnd(const struct mrc_cc *cc)
 #define MRC_PATH_OUTLIER	2	/* retire at this many times the average */
 #define MRC_PATH_SKIP_MAX_US	100000	/* longest skip for delay */
 #define MRC_PATH_BALANCE_ROUNDS	8	/* rounds per balance window */
+#define MRC_PATH_EXPLORE_WINDOWS 8	/* quiet windows before an exploring redraw */
 
 /**
  * struct mrc_path_ent - one entropy (UDP source port) and its record.
@@ -574,13 +575,15 @@ struct mrc_path_ent {
  * @balance_rounds: rounds (of @n picks) per balance window; 0: no
  *	rebalancing.
  * @wpicks: picks in the current balance window.
+ * @quiet_windows: balance windows since the last redraw for balance.
  * @rtt_sum: sum of the entries' @rtt that have one.
  * @rtt_n: how many have one.
  * @switches: picks that passed over an entropy being skipped.
  * @retired: entropies replaced with a fresh port.
  * @ce_echoes: CE-marked ACK triggers seen.
  * @delay_skips: entropies skipped for standing above the lowest RTT.
- * @rebalanced: entropies redrawn for sending under half the average.
+ * @rebalanced: entropies redrawn for sending under half the average, or
+ *	to explore after quiet windows.
  * @losses: losses charged.
  * @last: index of the entry the last mrc_path_pick() returned.
  */
@@ -598,6 +601,7 @@ struct mrc_path {
 	u32 epoch_pkts;
 	u32 balance_rounds;
 	u32 wpicks;
+	u32 quiet_windows;
 	u64 rtt_sum;
 	u32 rtt_n;
 	u64 switches;

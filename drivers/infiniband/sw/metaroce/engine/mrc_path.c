@@ -146,11 +146,12 @@ static struct mrc_path_ent *mrc_path_step(struct mrc_path *p)
  * the end of each balance window the entropy that sent least, if under
  * half the average and in the set for the whole window, gets a fresh
  * port: a new draw of the ECMP hash.  Once the set's ports are spread
- * evenly over the links all send alike and nothing is redrawn.
+ * evenly over the links all send alike and only the rare exploring
+ * redraw remains.
  */
 static void mrc_path_balance(struct mrc_path *p)
 {
-	struct mrc_path_ent *lo = NULL;
+	struct mrc_path_ent *lo = NULL, *slow = NULL, *out = NULL;
 	u64 sum = 0;
 	u32 i, cnt = 0;
 
@@ -163,13 +164,26 @@ static void mrc_path_balance(struct mrc_path *p)
 		cnt++;
 		if (!lo || e->wsent < lo->wsent)
 			lo = e;
+		if (e->rtt && (!slow || e->rtt > slow->rtt))
+			slow = e;
 	}
 	if (lo && cnt > 1 && (u64)lo->wsent * 2 * cnt < sum) {
-		mrc_path_retire(p, lo);
+		out = lo;
+	} else if (++p->quiet_windows >= MRC_PATH_EXPLORE_WINDOWS) {
+		/*
+		 * Even use says nothing of links that carry none of the set
+		 * (a path that came back after a failure): now and then the
+		 * most delayed entropy is redrawn anyway, to look for them.
+		 */
+		out = slow;
+	}
+	if (out) {
+		mrc_path_retire(p, out);
 		p->rebalanced++;
+		p->quiet_windows = 0;
 	}
 	for (i = 0; i < p->n; i++) {
-		if (&p->ents[i] != lo)
+		if (&p->ents[i] != out)
 			p->ents[i].wfresh = false;
 		p->ents[i].wsent = 0;
 	}

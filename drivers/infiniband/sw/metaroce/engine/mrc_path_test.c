@@ -296,6 +296,27 @@ static void mrc_path_balance_redraws(struct kunit *test)
 		if (i != 1)
 			KUNIT_EXPECT_EQ(test, ents[i].port, old[i]);
 
+	/*
+	 * Even use with entropy 3 the most delayed: after
+	 * MRC_PATH_EXPLORE_WINDOWS quiet windows it is redrawn, to look
+	 * for links that carry none of the set.
+	 */
+	for (i = 0; i < 4; i++) {
+		mrc_path_on_ack(&p, ents[i].port, false, i == 3 ? 1100 : 1000,
+				20);
+		old[i] = ents[i].port;
+	}
+	for (k = 0; k < (MRC_PATH_EXPLORE_WINDOWS - 1) * 4 *
+			MRC_PATH_BALANCE_ROUNDS; k++)
+		mrc_path_pick(&p, 2000000, 0);
+	KUNIT_EXPECT_EQ(test, p.rebalanced, 1u);
+	for (k = 0; k < 4 * MRC_PATH_BALANCE_ROUNDS; k++)
+		mrc_path_pick(&p, 2000000, 0);
+	KUNIT_EXPECT_EQ(test, p.rebalanced, 2u);
+	KUNIT_EXPECT_NE(test, ents[3].port, old[3]);
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_EQ(test, ents[i].port, old[i]);
+
 	/* path_aware off: plain round robin, never rebalanced */
 	mrc_path_init(&p, ents, 4, 21, false);
 	KUNIT_EXPECT_EQ(test, p.balance_rounds, 0u);
