@@ -602,12 +602,18 @@ int mrc_net_attach(struct mrc_dev *mdev);
 void mrc_net_detach(struct mrc_dev *mdev);
 struct sk_buff *mrc_skb_alloc(struct mrc_qp *qp, u32 hdr_len, u32 pay_len);
 void mrc_xmit(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
+int mrc_wqe_put_data(struct mrc_qp *qp, struct metaroce_send_wqe *w,
+		     const struct ib_send_wr *wr);
+void mrc_udp_xmit4(struct mrc_dev *mdev, struct sk_buff *skb, __be32 saddr,
+		   __be32 daddr, u16 sport, u8 tos, u8 ttl);
+void mrc_udp_xmit6(struct mrc_dev *mdev, struct sk_buff *skb,
+		   const struct in6_addr *saddr, const struct in6_addr *daddr,
+		   u16 sport, u8 tos, u8 ttl);
 void mrc_pkt_init(struct mrc_qp *qp, struct mrc_pkt *p, u8 op, u32 psn,
 		  u32 now);
 void mrc_queue_pkt(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
 void mrc_flush_txq(struct mrc_qp *qp);
 u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid);
-struct socket *mrc_net_sock(struct mrc_dev *mdev, bool ipv6);
 
 /* mrc_ud.c: address handles, UD and GSI data path */
 int mrc_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,

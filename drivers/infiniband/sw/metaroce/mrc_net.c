@@ -230,15 +230,28 @@ static void mrc_xmit_drop(struct mrc_dev *mdev, struct sk_buff *skb)
 	kfree_skb(skb);
 }
 
-static void mrc_xmit4(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
+/**
+ * mrc_udp_xmit4() - send a built packet in a UDP/IPv4 datagram from the
+ * socket of the device's namespace, routed in that namespace.
+ * @mdev: the device.
+ * @skb: the packet (headers and payload at skb->data); consumed.
+ * @saddr: source address.
+ * @daddr: destination address.
+ * @sport: UDP source port (the entropy).
+ * @tos: the whole TOS byte, ECN bits included.
+ * @ttl: time to live (0: 64).
+ *
+ * A packet that cannot be routed or sent is dropped and counted.
+ */
+void mrc_udp_xmit4(struct mrc_dev *mdev, struct sk_buff *skb, __be32 saddr,
+		   __be32 daddr, u16 sport, u8 tos, u8 ttl)
 {
-	struct mrc_dev *mdev = qp->mdev;
 	struct net_device *ndev = mdev->ndev;
 	struct flowi4 fl4 = {
 		.flowi4_oif = ndev->ifindex,
 		.flowi4_proto = IPPROTO_UDP,
-		.daddr = qp->daddr4,
-		.saddr = qp->saddr4,
+		.daddr = daddr,
+		.saddr = saddr,
 		.fl4_sport = htons(sport),
 		.fl4_dport = htons(mrc_udp_port),
 	};
@@ -263,23 +276,35 @@ static void mrc_xmit4(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
 	skb_scrub_packet(skb, false);
 	skb->protocol = htons(ETH_P_IP);
 	skb->ignore_df = 0;
-	udp_tunnel_xmit_skb(rt, sock->sk, skb, fl4.saddr, fl4.daddr,
-			    (qp->tos & ~INET_ECN_MASK) | INET_ECN_ECT_0,
-			    qp->ttl ? qp->ttl : 64, htons(IP_DF), htons(sport),
+	udp_tunnel_xmit_skb(rt, sock->sk, skb, fl4.saddr, fl4.daddr, tos,
+			    ttl ? ttl : 64, htons(IP_DF), htons(sport),
 			    htons(mrc_udp_port), false, false);
 	rcu_read_unlock();
 }
 
-#if IS_ENABLED(CONFIG_IPV6)
-static void mrc_xmit6(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
+/**
+ * mrc_udp_xmit6() - mrc_udp_xmit4() over IPv6.
+ * @mdev: the device.
+ * @skb: the packet; consumed.
+ * @saddr: source address.
+ * @daddr: destination address.
+ * @sport: UDP source port (the entropy).
+ * @tos: the whole traffic class, ECN bits included.
+ * @ttl: hop limit (0: 64).
+ *
+ * Without IPv6 in the kernel the packet is dropped and counted.
+ */
+void mrc_udp_xmit6(struct mrc_dev *mdev, struct sk_buff *skb,
+		   const struct in6_addr *saddr, const struct in6_addr *daddr,
+		   u16 sport, u8 tos, u8 ttl)
 {
-	struct mrc_dev *mdev = qp->mdev;
+#if IS_ENABLED(CONFIG_IPV6)
 	struct net_device *ndev = mdev->ndev;
 	struct flowi6 fl6 = {
 		.flowi6_oif = ndev->ifindex,
 		.flowi6_proto = IPPROTO_UDP,
-		.daddr = qp->daddr6,
-		.saddr = qp->saddr6,
+		.daddr = *daddr,
+		.saddr = *saddr,
 		.fl6_sport = htons(sport),
 		.fl6_dport = htons(mrc_udp_port),
 	};
@@ -305,13 +330,13 @@ static void mrc_xmit6(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
 	skb_scrub_packet(skb, false);
 	skb->protocol = htons(ETH_P_IPV6);
 	udp_tunnel6_xmit_skb(dst, sock->sk, skb, dst->dev, &fl6.saddr,
-			     &fl6.daddr,
-			     (qp->tos & ~INET_ECN_MASK) | INET_ECN_ECT_0,
-			     qp->ttl ? qp->ttl : 64, 0, htons(sport),
+			     &fl6.daddr, tos, ttl ? ttl : 64, 0, htons(sport),
 			     htons(mrc_udp_port), false);
 	rcu_read_unlock();
-}
+#else
+	mrc_xmit_drop(mdev, skb);
 #endif
+}
 
 /**
  * mrc_xmit() - send one built packet (headers and payload at skb->data).
@@ -321,17 +346,15 @@ static void mrc_xmit6(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
  */
 void mrc_xmit(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
 {
-#if IS_ENABLED(CONFIG_IPV6)
-	if (qp->is_ipv6) {
-		mrc_xmit6(qp, skb, sport);
-		return;
-	}
-#endif
-	if (qp->is_ipv6) {
-		mrc_xmit_drop(qp->mdev, skb);
-		return;
-	}
-	mrc_xmit4(qp, skb, sport);
+	/* RC data and ACKs are ECN-capable: the sender reacts to CE */
+	u8 tos = (qp->tos & ~INET_ECN_MASK) | INET_ECN_ECT_0;
+
+	if (qp->is_ipv6)
+		mrc_udp_xmit6(qp->mdev, skb, &qp->saddr6, &qp->daddr6, sport,
+			      tos, qp->ttl);
+	else
+		mrc_udp_xmit4(qp->mdev, skb, qp->saddr4, qp->daddr4, sport,
+			      tos, qp->ttl);
 }
 
 /* a header to the QP's peer: everything but the base fields zeroed */
@@ -483,20 +506,4 @@ static int mrc_udp_rcv(struct sock *sk, struct sk_buff *skb)
 drop:
 	kfree_skb(skb);
 	return 0;
-}
-
-/**
- * mrc_net_sock() - the UDP socket of the device's namespace.
- * @mdev: the device.
- * @ipv6: the IPv6 socket, else the IPv4 one.
- *
- * Caller holds rcu_read_lock(); the socket stays valid until it drops it.
- *
- * Return: the socket, or NULL while the namespace goes away (or without
- * IPv6).
- */
-struct socket *mrc_net_sock(struct mrc_dev *mdev, bool ipv6)
-{
-	return ipv6 ? rcu_dereference(mdev->socks->sock6) :
-		      rcu_dereference(mdev->socks->sock4);
 }

@@ -520,13 +520,53 @@ int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	return 0;
 }
 
+/**
+ * mrc_wqe_put_data() - a kernel work request's data into its SQ WQE.
+ * @qp: the QP (limits: max_inline, max_send_sge already checked).
+ * @w: the WQE, zeroed.
+ * @wr: the work request.
+ *
+ * Inline data is copied behind the WQE, else the SGEs are.
+ *
+ * Return: 0, or -EINVAL if the inline data exceeds max_inline.
+ */
+int mrc_wqe_put_data(struct mrc_qp *qp, struct metaroce_send_wqe *w,
+		     const struct ib_send_wr *wr)
+{
+	struct metaroce_sge *sge;
+	u32 len = 0;
+	int i;
+
+	if (wr->send_flags & IB_SEND_INLINE) {
+		u8 *d = (u8 *)(w + 1);
+
+		for (i = 0; i < wr->num_sge; i++) {
+			if (len + wr->sg_list[i].length > qp->max_inline)
+				return -EINVAL;
+			memcpy(d + len, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			len += wr->sg_list[i].length;
+		}
+		w->inline_len = len;
+		w->num_sge = 0;
+		return 0;
+	}
+	sge = (struct metaroce_sge *)(w + 1);
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i].addr = wr->sg_list[i].addr;
+		sge[i].length = wr->sg_list[i].length;
+		sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	w->num_sge = wr->num_sge;
+	return 0;
+}
+
 /* kernel ULPs: translate ib_send_wr into ring slots */
 static int mrc_post_one_send(struct mrc_qp *qp, const struct ib_send_wr *wr)
 {
 	struct metaroce_send_wqe *w;
-	struct metaroce_sge *sge;
 	u32 prod = qp->sq.hdr->prod;
-	int i;
+	int err;
 
 	if (prod - qp->sq_cons >= qp->sq.depth)
 		return -ENOMEM;
@@ -564,28 +604,9 @@ static int mrc_post_one_send(struct mrc_qp *qp, const struct ib_send_wr *wr)
 	if (qp->ibqp.qp_type != IB_QPT_RC)
 		return -EOPNOTSUPP;
 
-	if (wr->send_flags & IB_SEND_INLINE) {
-		u8 *d = (u8 *)(w + 1);
-		u32 len = 0;
-
-		for (i = 0; i < wr->num_sge; i++) {
-			if (len + wr->sg_list[i].length > qp->max_inline)
-				return -EINVAL;
-			memcpy(d + len, (void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			len += wr->sg_list[i].length;
-		}
-		w->inline_len = len;
-		w->num_sge = 0;
-	} else {
-		sge = (struct metaroce_sge *)(w + 1);
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = wr->sg_list[i].addr;
-			sge[i].length = wr->sg_list[i].length;
-			sge[i].lkey = wr->sg_list[i].lkey;
-		}
-		w->num_sge = wr->num_sge;
-	}
+	err = mrc_wqe_put_data(qp, w, wr);
+	if (err)
+		return err;
 	mrc_ring_store(&qp->sq.hdr->prod, prod + 1);
 	return 0;
 }

@@ -204,9 +204,7 @@ static int mrc_ud_post_one(struct mrc_qp *qp, const struct ib_send_wr *wr)
 	const struct ib_ud_wr *ud = ud_wr(wr);
 	u32 prod = qp->sq.hdr->prod;
 	struct metaroce_send_wqe *w;
-	struct metaroce_sge *sge;
-	u32 len = 0;
-	int i;
+	int err;
 
 	if (prod - qp->sq_cons >= qp->sq.depth)
 		return -ENOMEM;
@@ -225,26 +223,9 @@ static int mrc_ud_post_one(struct mrc_qp *qp, const struct ib_send_wr *wr)
 	w->ud.ah = to_mah(ud->ah)->ah_num;
 	w->ud.remote_qpn = ud->remote_qpn;
 	w->ud.remote_qkey = ud->remote_qkey;
-	if (wr->send_flags & IB_SEND_INLINE) {
-		u8 *d = (u8 *)(w + 1);
-
-		for (i = 0; i < wr->num_sge; i++) {
-			if (len + wr->sg_list[i].length > qp->max_inline)
-				return -EINVAL;
-			memcpy(d + len, (void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			len += wr->sg_list[i].length;
-		}
-		w->inline_len = len;
-	} else {
-		sge = (struct metaroce_sge *)(w + 1);
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = wr->sg_list[i].addr;
-			sge[i].length = wr->sg_list[i].length;
-			sge[i].lkey = wr->sg_list[i].lkey;
-		}
-		w->num_sge = wr->num_sge;
-	}
+	err = mrc_wqe_put_data(qp, w, wr);
+	if (err)
+		return err;
 	mrc_ring_store(&qp->sq.hdr->prod, prod + 1);
 	return 0;
 }
@@ -299,114 +280,22 @@ static u8 mrc_ud_mtu_shift(struct mrc_dev *mdev)
 	return shift;
 }
 
-static void mrc_ud_xmit_drop(struct mrc_dev *mdev, struct sk_buff *skb)
-{
-	mrc_stat_inc(mdev, MRC_ST_TX_DROP);
-	kfree_skb(skb);
-}
-
-/*
- * Datagrams leave Not-ECT: nothing would react to a CE mark (UD has no
- * congestion control), so they must not claim ECN capability.
- */
-static void mrc_ud_xmit4(struct mrc_dev *mdev, struct sk_buff *skb,
-			 const struct mrc_ud_cb *cb)
-{
-	struct net_device *ndev = mdev->ndev;
-	struct flowi4 fl4 = {
-		.flowi4_oif = ndev->ifindex,
-		.flowi4_proto = IPPROTO_UDP,
-		.daddr = cb->daddr.s6_addr32[3],
-		.saddr = cb->saddr.s6_addr32[3],
-		.fl4_sport = htons(cb->sport),
-		.fl4_dport = htons(mrc_udp_port),
-	};
-	struct socket *sock;
-	struct rtable *rt;
-
-	rt = ip_route_output_key(dev_net(ndev), &fl4);
-	if (IS_ERR(rt)) {
-		mrc_ud_xmit_drop(mdev, skb);
-		return;
-	}
-	rcu_read_lock();
-	sock = mrc_net_sock(mdev, false);
-	if (!sock) {
-		rcu_read_unlock();
-		ip_rt_put(rt);
-		mrc_ud_xmit_drop(mdev, skb);
-		return;
-	}
-	mrc_stat_inc(mdev, MRC_ST_TX_PKTS);
-	mrc_stat_add(mdev, MRC_ST_TX_BYTES, skb->len);
-	skb_scrub_packet(skb, false);
-	skb->protocol = htons(ETH_P_IP);
-	skb->ignore_df = 0;
-	udp_tunnel_xmit_skb(rt, sock->sk, skb, fl4.saddr, fl4.daddr,
-			    cb->tos & ~INET_ECN_MASK, cb->ttl ? cb->ttl : 64,
-			    htons(IP_DF), htons(cb->sport), htons(mrc_udp_port),
-			    false, false);
-	rcu_read_unlock();
-}
-
-#if IS_ENABLED(CONFIG_IPV6)
-static void mrc_ud_xmit6(struct mrc_dev *mdev, struct sk_buff *skb,
-			 const struct mrc_ud_cb *cb)
-{
-	struct net_device *ndev = mdev->ndev;
-	struct flowi6 fl6 = {
-		.flowi6_oif = ndev->ifindex,
-		.flowi6_proto = IPPROTO_UDP,
-		.daddr = cb->daddr,
-		.saddr = cb->saddr,
-		.fl6_sport = htons(cb->sport),
-		.fl6_dport = htons(mrc_udp_port),
-	};
-	struct dst_entry *dst;
-	struct socket *sock;
-
-	rcu_read_lock();
-	sock = mrc_net_sock(mdev, true);
-	if (!sock) {
-		rcu_read_unlock();
-		mrc_ud_xmit_drop(mdev, skb);
-		return;
-	}
-	dst = ipv6_stub->ipv6_dst_lookup_flow(dev_net(ndev), sock->sk, &fl6,
-					      NULL);
-	if (IS_ERR(dst)) {
-		rcu_read_unlock();
-		mrc_ud_xmit_drop(mdev, skb);
-		return;
-	}
-	mrc_stat_inc(mdev, MRC_ST_TX_PKTS);
-	mrc_stat_add(mdev, MRC_ST_TX_BYTES, skb->len);
-	skb_scrub_packet(skb, false);
-	skb->protocol = htons(ETH_P_IPV6);
-	udp_tunnel6_xmit_skb(dst, sock->sk, skb, dst->dev, &fl6.saddr,
-			     &fl6.daddr, cb->tos & ~INET_ECN_MASK,
-			     cb->ttl ? cb->ttl : 64, 0, htons(cb->sport),
-			     htons(mrc_udp_port), false);
-	rcu_read_unlock();
-}
-#endif
-
 static void mrc_ud_xmit(struct mrc_dev *mdev, struct sk_buff *skb)
 {
 	/* the IP layer reuses skb->cb: take the destination out first */
 	struct mrc_ud_cb cb = *MRC_UD_CB(skb);
+	/*
+	 * Datagrams leave Not-ECT: nothing would react to a CE mark (UD has
+	 * no congestion control), so they must not claim ECN capability.
+	 */
+	u8 tos = cb.tos & ~INET_ECN_MASK;
 
-#if IS_ENABLED(CONFIG_IPV6)
-	if (cb.ipv6) {
-		mrc_ud_xmit6(mdev, skb, &cb);
-		return;
-	}
-#endif
-	if (cb.ipv6) {
-		mrc_ud_xmit_drop(mdev, skb);
-		return;
-	}
-	mrc_ud_xmit4(mdev, skb, &cb);
+	if (cb.ipv6)
+		mrc_udp_xmit6(mdev, skb, &cb.saddr, &cb.daddr, cb.sport, tos,
+			      cb.ttl);
+	else
+		mrc_udp_xmit4(mdev, skb, cb.saddr.s6_addr32[3],
+			      cb.daddr.s6_addr32[3], cb.sport, tos, cb.ttl);
 }
 
 static void mrc_ud_cqe_send(struct mrc_qp *qp, u64 wr_id, u32 len, u8 status)
