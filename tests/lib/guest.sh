@@ -173,6 +173,22 @@ _cpu_mask() {
 	printf '%x' $(((1 << n) - 1))
 }
 
+# _rxe_sysctls DEV...: init_net devices that carry rxe between two of our
+# own addresses: accept them as source on input, no reverse-path check,
+# ARP only for the receiving interface's address, RPS on every CPU.
+_rxe_sysctls() {
+	local d f mask
+	mask=$(_cpu_mask)
+	echo 0 >/proc/sys/net/ipv4/conf/all/rp_filter
+	for d in "$@"; do
+		echo 1 >"/proc/sys/net/ipv4/conf/$d/accept_local"
+		echo 0 >"/proc/sys/net/ipv4/conf/$d/rp_filter"
+		echo 1 >"/proc/sys/net/ipv4/conf/$d/arp_ignore"
+		echo 2 >"/proc/sys/net/ipv4/conf/$d/arp_announce"
+		for f in /sys/class/net/"$d"/queues/rx-*/rps_cpus; do echo "$mask" >"$f"; done
+	done
+}
+
 # Run ip commands (stdin, one per line) in NS (or init_net if NS is "-").
 _ipb() {
 	if [ "$1" = - ]; then ip -force -batch -; else ip -force -n "$1" -batch -; fi
@@ -290,19 +306,8 @@ topo_rxe_two_hosts() {
 		link set $RXE_PORT_B master $RXE_BR up
 		link set $RXE_BR up
 	EOF
-	# Sysctls before the addresses exist: accept our own addresses as
-	# source on input, no reverse-path check, ARP only for the address of
-	# the receiving interface.
-	local d f mask
-	mask=$(_cpu_mask)
-	echo 0 >/proc/sys/net/ipv4/conf/all/rp_filter
-	for d in "$RXE_A_DEV" "$RXE_B_DEV"; do
-		echo 1 >"/proc/sys/net/ipv4/conf/$d/accept_local"
-		echo 0 >"/proc/sys/net/ipv4/conf/$d/rp_filter"
-		echo 1 >"/proc/sys/net/ipv4/conf/$d/arp_ignore"
-		echo 2 >"/proc/sys/net/ipv4/conf/$d/arp_announce"
-		for f in /sys/class/net/"$d"/queues/rx-*/rps_cpus; do echo "$mask" >"$f"; done
-	done
+	# sysctls before the addresses exist
+	_rxe_sysctls "$RXE_A_DEV" "$RXE_B_DEV"
 	_ipb - <<-EOF || return
 		addr add $RXE_A_IP/24 dev $RXE_A_DEV
 		addr add $RXE_B_IP/24 dev $RXE_B_DEV
@@ -777,7 +782,7 @@ ecmp_port_links() {
 # `rxe_add NAME $RXE_A_DEV` etc. Call after topo_ecmp; not together with
 # topo_rxe_two_hosts.
 ecmp_rxe_attach() {
-	local d f mask mtu=$ECMP_MTU
+	local mtu=$ECMP_MTU
 	_rxe_unroute
 	ip link del "$RXE_A_DEV" >/dev/null 2>&1
 	ip link del "$RXE_B_DEV" >/dev/null 2>&1
@@ -785,15 +790,7 @@ ecmp_rxe_attach() {
 		link add $RXE_A_DEV mtu $mtu type veth peer name rxha netns $ECMP_RA mtu $mtu
 		link add $RXE_B_DEV mtu $mtu type veth peer name rxhb netns $ECMP_RB mtu $mtu
 	EOF
-	mask=$(_cpu_mask)
-	echo 0 >/proc/sys/net/ipv4/conf/all/rp_filter
-	for d in "$RXE_A_DEV" "$RXE_B_DEV"; do
-		echo 1 >"/proc/sys/net/ipv4/conf/$d/accept_local"
-		echo 0 >"/proc/sys/net/ipv4/conf/$d/rp_filter"
-		echo 1 >"/proc/sys/net/ipv4/conf/$d/arp_ignore"
-		echo 2 >"/proc/sys/net/ipv4/conf/$d/arp_announce"
-		for f in /sys/class/net/"$d"/queues/rx-*/rps_cpus; do echo "$mask" >"$f"; done
-	done
+	_rxe_sysctls "$RXE_A_DEV" "$RXE_B_DEV"
 	_ipb - <<-EOF || return
 		addr add $ECMP_RXE_A_IP/24 dev $RXE_A_DEV
 		addr add $ECMP_RXE_B_IP/24 dev $RXE_B_DEV
@@ -959,7 +956,7 @@ incast_rate() {
 : "${INCAST_RXE_PORT:=prxr}" "${INCAST_RXE_TABLE:=110}"
 INCAST_RXE_N=0
 incast_rxe_attach() {
-	local n=${1:-} mtu=1500 rate=100mbit limit=1000 ce=2ms i d f mask q burst r=$INCAST_RXE_NET.200
+	local n=${1:-} mtu=1500 rate=100mbit limit=1000 ce=2ms i q burst r=$INCAST_RXE_NET.200
 	[[ $n =~ ^[1-9][0-9]?$ ]] || { echo "incast_rxe_attach: need N senders" >&2; return 2; }
 	shift
 	while [ $# -gt 0 ]; do
@@ -987,16 +984,9 @@ incast_rxe_attach() {
 		for ((i = 1; i <= n; i++)); do echo "link set rp$i master ibr0 up"; done
 	} | _ipb "$INCAST_SW" || return
 	INCAST_RXE_N=$n
-	mask=$(_cpu_mask)
-	echo 0 >/proc/sys/net/ipv4/conf/all/rp_filter
-	for ((i = 0; i <= n; i++)); do
-		if [ "$i" = 0 ]; then d=$INCAST_RXE_R; else d=$INCAST_RXE_S$i; fi
-		echo 1 >"/proc/sys/net/ipv4/conf/$d/accept_local"
-		echo 0 >"/proc/sys/net/ipv4/conf/$d/rp_filter"
-		echo 1 >"/proc/sys/net/ipv4/conf/$d/arp_ignore"
-		echo 2 >"/proc/sys/net/ipv4/conf/$d/arp_announce"
-		for f in /sys/class/net/"$d"/queues/rx-*/rps_cpus; do echo "$mask" >"$f"; done
-	done
+	local rxdevs=("$INCAST_RXE_R")
+	for ((i = 1; i <= n; i++)); do rxdevs+=("$INCAST_RXE_S$i"); done
+	_rxe_sysctls "${rxdevs[@]}"
 	{
 		echo "addr add $r/24 dev $INCAST_RXE_R"
 		echo "link set $INCAST_RXE_R up"
