@@ -49,7 +49,7 @@ struct mrc_rack_cand {
 	u32 ts;
 	u32 psn;
 	bool valid;
-	bool fresh;	/* a PSN sent only once was delivered */
+	bool fresh;	/* an original transmission was delivered */
 };
 
 static struct mrc_tx_slot *mrc_tx_slot_rw(struct mrc_tx *tx, u32 psn)
@@ -184,6 +184,8 @@ static bool mrc_tx_deliver(struct mrc_tx *tx, u32 psn, u32 now,
 	if (s->xmits > 1 && tx->rtt.min_rtt &&
 	    now - s->xmit_ts < tx->rtt.min_rtt) {
 		tx->spurious++;
+		/* an earlier copy got through: for F-RTO the path is alive */
+		c->fresh = true;
 		return s->flags & MRC_TXS_RACK;
 	}
 	/*

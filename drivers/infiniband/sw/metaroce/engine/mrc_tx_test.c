@@ -814,6 +814,25 @@ static void mrc_tx_frto_spurious_and_real(struct kunit *test)
 	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
 	KUNIT_EXPECT_EQ(test, psn, 2u);
 
+	/*
+	 * Only the resent PSN is ACKed, but sooner than min_rtt after the
+	 * resend: its original arrived (the ACKs were held up, say by a
+	 * stalled CPU), so the RTO was spurious and 2-8 are not resent.
+	 */
+	tx = mrc_tt_new(test, 64, 0);
+	mrc_tt_warm(test, tx, 100);
+	mrc_tt_send(test, tx, 8, 1000, 0);
+	tx->tlp_out = true;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, d, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, d + 50, 2, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
+	KUNIT_EXPECT_FALSE(test, tx->frto);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 1u);
+	KUNIT_EXPECT_EQ(test, tx->spurious_rtos, 1u);
+	KUNIT_EXPECT_EQ(test, tx->lost, 0u);
+
 	/* no ACK at all after the first RTO: the second resends everything */
 	tx = mrc_tt_new(test, 64, 0);
 	mrc_tt_warm(test, tx, 100);
