@@ -774,23 +774,33 @@ static void mrc_tx_spurious_adapts(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->spurious, 3u);
 }
 
+/*
+ * F-RTO set-up: @n PSNs from 1 after a 100 us warm-up, the probe skipped,
+ * the RTO fired and PSN 1 resent; *@d is the RTO's time.
+ */
+static struct mrc_tx *mrc_tt_rto(struct kunit *test, u32 n, u32 *d)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+
+	mrc_tt_warm(test, tx, 100);
+	mrc_tt_send(test, tx, n, 1000, 0);
+	tx->tlp_out = true;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, d));
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, *d, 7, 0), MRC_TXT_RTO);
+	KUNIT_EXPECT_EQ(test, tx->lost, 1u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, *d, 0, 0), 0);
+	return tx;
+}
+
 /* F-RTO: a slow path is not an empty one */
 static void mrc_tx_frto_spurious_and_real(struct kunit *test)
 {
-	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
 	struct mrc_ack_result r;
+	struct mrc_tx *tx;
 	u32 psn, d;
 
-	mrc_tt_warm(test, tx, 100);
-	mrc_tt_send(test, tx, 8, 1000, 0);		/* PSN 1-8 */
-	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
-	/* skip the probe: straight to the RTO */
-	tx->tlp_out = true;
-	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
-	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
-	KUNIT_EXPECT_EQ(test, tx->lost, 1u);
-	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, d, 0, 0), 0);
 	/* the originals of 2 and 3 arrive: the RTO was spurious */
+	tx = mrc_tt_rto(test, 8, &d);
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, d + 50, 0, NOTS,
 					 (u32[]){ 2, 3 }, 2, &r), 0);
 	KUNIT_EXPECT_FALSE(test, tx->frto);
@@ -798,13 +808,7 @@ static void mrc_tx_frto_spurious_and_real(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->lost, 0u);		/* 4-8 not resent */
 
 	/* a real outage: only the resent PSN comes back */
-	tx = mrc_tt_new(test, 64, 0);
-	mrc_tt_warm(test, tx, 100);
-	mrc_tt_send(test, tx, 8, 1000, 0);
-	tx->tlp_out = true;
-	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
-	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
-	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, d, 0, 0), 0);
+	tx = mrc_tt_rto(test, 8, &d);
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, d + 150, 2, NOTS, NULL, 0, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
 	KUNIT_EXPECT_FALSE(test, tx->frto);
@@ -819,13 +823,7 @@ static void mrc_tx_frto_spurious_and_real(struct kunit *test)
 	 * resend: its original arrived (the ACKs were held up, say by a
 	 * stalled CPU), so the RTO was spurious and 2-8 are not resent.
 	 */
-	tx = mrc_tt_new(test, 64, 0);
-	mrc_tt_warm(test, tx, 100);
-	mrc_tt_send(test, tx, 8, 1000, 0);
-	tx->tlp_out = true;
-	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
-	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
-	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, d, 0, 0), 0);
+	tx = mrc_tt_rto(test, 8, &d);
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, d + 50, 2, NOTS, NULL, 0, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
 	KUNIT_EXPECT_FALSE(test, tx->frto);
@@ -834,13 +832,7 @@ static void mrc_tx_frto_spurious_and_real(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->lost, 0u);
 
 	/* no ACK at all after the first RTO: the second resends everything */
-	tx = mrc_tt_new(test, 64, 0);
-	mrc_tt_warm(test, tx, 100);
-	mrc_tt_send(test, tx, 4, 1000, 0);
-	tx->tlp_out = true;
-	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
-	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
-	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, d, 0, 0), 0);
+	tx = mrc_tt_rto(test, 4, &d);
 	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
 	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
 	KUNIT_EXPECT_EQ(test, tx->lost, 4u);
