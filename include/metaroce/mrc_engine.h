@@ -576,7 +576,6 @@ struct mrc_path_ent {
  *	rebalancing.
  * @wpicks: picks in the current balance window.
  * @quiet_windows: balance windows since the last redraw for balance.
- * @rtt_sum: sum of the entries' @rtt that have one.
  * @rtt_n: how many have one.
  * @switches: picks that passed over an entropy being skipped.
  * @retired: entropies replaced with a fresh port.
@@ -602,7 +601,6 @@ struct mrc_path {
 	u32 balance_rounds;
 	u32 wpicks;
 	u32 quiet_windows;
-	u64 rtt_sum;
 	u32 rtt_n;
 	u64 switches;
 	u64 retired;

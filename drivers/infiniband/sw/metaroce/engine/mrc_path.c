@@ -110,10 +110,8 @@ static struct mrc_path_ent *mrc_path_find(struct mrc_path *p, u16 port)
 
 static void mrc_path_retire(struct mrc_path *p, struct mrc_path_ent *e)
 {
-	if (e->rtt && p->rtt_n) {
-		p->rtt_sum -= e->rtt;
+	if (e->rtt && p->rtt_n)
 		p->rtt_n--;
-	}
 	mrc_path_ent_reset(e, mrc_path_fresh_port(p));
 	e->wfresh = true;	/* not judged on a partial balance window */
 	p->retired++;
@@ -243,10 +241,12 @@ int mrc_path_index(const struct mrc_path *p, u16 port)
 	return -1;
 }
 
-static void mrc_path_skip(struct mrc_path *p, struct mrc_path_ent *e, u32 now)
+/* skip @e for @us, at least skip_us */
+static void mrc_path_skip(struct mrc_path *p, struct mrc_path_ent *e, u32 now,
+			  u32 us)
 {
 	e->skipping = true;
-	e->skip_until = now + p->skip_us;
+	e->skip_until = now + (us > p->skip_us ? us : p->skip_us);
 }
 
 /*
@@ -291,14 +291,13 @@ void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 			mrc_path_retire(p, e);
 			return;
 		}
-		mrc_path_skip(p, e, now);
+		mrc_path_skip(p, e, now, 0);
 		return;
 	}
 	if (!rtt)
 		return;
-	/* smoothed per-entropy RTT, gain 1/4; the set's sum beside it */
+	/* smoothed per-entropy RTT, gain 1/4; how many have one beside it */
 	if (e->rtt) {
-		p->rtt_sum -= e->rtt;
 		e->rtt = e->rtt - (e->rtt >> 2) + (rtt >> 2);
 		if (!e->rtt)
 			e->rtt = 1;
@@ -306,7 +305,6 @@ void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 		e->rtt = rtt;
 		p->rtt_n++;
 	}
-	p->rtt_sum += e->rtt;
 	if (!p->aware || p->rtt_n < 2)
 		return;
 	/*
@@ -324,12 +322,9 @@ void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 		 * milliseconds.
 		 */
 		p->delay_skips++;
-		mrc_path_skip(p, e, now);
 		d = e->rtt - ref;
-		if (d > MRC_PATH_SKIP_MAX_US)
-			d = MRC_PATH_SKIP_MAX_US;
-		if (d > p->skip_us)
-			e->skip_until = now + d;
+		mrc_path_skip(p, e, now,
+			      d < MRC_PATH_SKIP_MAX_US ? d : MRC_PATH_SKIP_MAX_US);
 	}
 }
 
@@ -346,7 +341,7 @@ void mrc_path_on_loss(struct mrc_path *p, u16 port, u32 now)
 		mrc_path_retire(p, e);
 		return;
 	}
-	mrc_path_skip(p, e, now);
+	mrc_path_skip(p, e, now, 0);
 }
 
 void mrc_path_replace(struct mrc_path *p, u16 port)
