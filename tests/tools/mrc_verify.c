@@ -1943,25 +1943,35 @@ static bool wait_wc(struct ibv_wc *wc, double limit)
 	}
 }
 
+/* one signaled work request with at most one SGE (@sge, filled here) */
+static void wr_fill(struct ibv_send_wr *wr, struct ibv_sge *sge, enum ibv_wr_opcode opc,
+		    uint64_t wr_id, void *buf, uint32_t len, uint32_t lkey, uint64_t raddr,
+		    uint32_t rkey)
+{
+	*sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = len, .lkey = lkey };
+	*wr = (struct ibv_send_wr){
+		.wr_id = wr_id, .sg_list = len ? sge : NULL, .num_sge = len ? 1 : 0,
+		.opcode = opc, .send_flags = IBV_SEND_SIGNALED,
+	};
+	if (opc == IBV_WR_ATOMIC_CMP_AND_SWP || opc == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr->wr.atomic.remote_addr = raddr;
+		wr->wr.atomic.rkey = rkey;
+		wr->wr.atomic.compare_add = 1;
+		wr->wr.atomic.swap = 2;
+	} else {
+		wr->wr.rdma.remote_addr = raddr;
+		wr->wr.rdma.rkey = rkey;
+	}
+}
+
 static void post1(struct qpc *q, enum ibv_wr_opcode opc, uint64_t wr_id, void *buf,
 		  uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len, .lkey = lkey };
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id, .sg_list = len ? &sge : NULL, .num_sge = len ? 1 : 0,
-		.opcode = opc, .send_flags = IBV_SEND_SIGNALED,
-	}, *bad;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
 	int ret;
 
-	if (opc == IBV_WR_ATOMIC_CMP_AND_SWP || opc == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		wr.wr.atomic.remote_addr = raddr;
-		wr.wr.atomic.rkey = rkey;
-		wr.wr.atomic.compare_add = 1;
-		wr.wr.atomic.swap = 2;
-	} else {
-		wr.wr.rdma.remote_addr = raddr;
-		wr.wr.rdma.rkey = rkey;
-	}
+	wr_fill(&wr, &sge, opc, wr_id, buf, len, lkey, raddr, rkey);
 	ret = ibv_post_send(q->qp, &wr, &bad);
 	if (ret)
 		die("qp %u: ibv_post_send: %s", q->idx, strerror(ret));
@@ -2121,20 +2131,13 @@ static int run_rdlimit(void)
 	 */
 	q = &Q[0];
 	{
-		struct ibv_sge sge = { .addr = (uintptr_t)q->rbuf, .length = len,
-				       .lkey = q->rbuf_mr->lkey };
 		struct ibv_send_wr wr[n], *bad;
+		struct ibv_sge sge[n];
 		int ret;
 
-		memset(wr, 0, sizeof(wr));
 		for (i = 0; i < n; i++) {
-			wr[i].wr_id = 10 + i;
-			wr[i].sg_list = &sge;
-			wr[i].num_sge = 1;
-			wr[i].opcode = IBV_WR_RDMA_READ;
-			wr[i].send_flags = IBV_SEND_SIGNALED;
-			wr[i].wr.rdma.remote_addr = q->rem.rsrc_addr;
-			wr[i].wr.rdma.rkey = q->rem.rsrc_rkey;
+			wr_fill(&wr[i], &sge[i], IBV_WR_RDMA_READ, 10 + i, q->rbuf, len,
+				q->rbuf_mr->lkey, q->rem.rsrc_addr, q->rem.rsrc_rkey);
 			wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
 		}
 		ret = ibv_post_send(q->qp, wr, &bad);
