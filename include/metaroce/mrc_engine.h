@@ -532,6 +532,7 @@ static inline u32 mrc_cc_wnd(const struct mrc_cc *cc)
 #define MRC_PATH_SKIP_MAX_US	100000	/* longest skip for delay */
 #define MRC_PATH_BALANCE_ROUNDS	8	/* rounds per balance window */
 #define MRC_PATH_EXPLORE_WINDOWS 8	/* quiet windows before an exploring redraw */
+#define MRC_PATH_LONE_EXPLORE	8	/* one lone packet in 8 is sprayed */
 
 /**
  * struct mrc_path_ent - one entropy (UDP source port) and its record.
@@ -584,7 +585,8 @@ struct mrc_path_ent {
  * @rebalanced: entropies redrawn for sending under half the average, or
  *	to explore after quiet windows.
  * @losses: losses charged.
- * @last: index of the entry the last mrc_path_pick() returned.
+ * @last: index of the entry that carried the last packet.
+ * @lone: lone packets since the last one that was sprayed.
  */
 struct mrc_path {
 	struct mrc_path_ent *ents;
@@ -609,6 +611,7 @@ struct mrc_path {
 	u64 rebalanced;
 	u64 losses;
 	u32 last;
+	u32 lone;
 };
 
 /**
@@ -631,6 +634,22 @@ void mrc_path_init(struct mrc_path *p, struct mrc_path_ent *ents, u32 n,
  * round robin over all of them.
  */
 u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid);
+/**
+ * mrc_path_pick_lone() - the port for a packet sent with nothing in flight.
+ * @p: the set.
+ * @now: current time.
+ *
+ * Such a packet cannot overtake another, so spreading it gains nothing:
+ * it takes the usable entropy with the smallest smoothed RTT among those
+ * with no loss or CE mark in their current epoch (path_aware; otherwise,
+ * or with no such entropy, the previous packet's).  A sparse
+ * exchange (a ping-pong) then stays on its fastest path and, at the
+ * receiver, on one RSS/RPS queue and CPU.  Every MRC_PATH_LONE_EXPLORE-th
+ * lone packet, or one whose entropy is being skipped, is a plain
+ * mrc_path_pick() so that the others keep being sampled.  Only those
+ * count in the balance windows.
+ */
+u16 mrc_path_pick_lone(struct mrc_path *p, u32 now);
 /**
  * mrc_path_on_ack() - feedback of an ACK triggered by a packet on @port.
  * @p: the set.

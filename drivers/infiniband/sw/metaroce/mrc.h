@@ -590,7 +590,7 @@ void mrc_flush_rq(struct mrc_qp *qp);
 void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 		  const void *payload, u16 sport, bool ce);
 enum hrtimer_restart mrc_ack_timer_fn(struct hrtimer *t);
-bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget);
+bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget, u32 now);
 void mrc_send_ack(struct mrc_qp *qp, u8 syndrome, u32 nak_psn);
 void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 			u8 flags);
@@ -613,7 +613,7 @@ void mrc_pkt_init(struct mrc_qp *qp, struct mrc_pkt *p, u8 op, u32 psn,
 		  u32 now);
 void mrc_queue_pkt(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
 void mrc_flush_txq(struct mrc_qp *qp);
-u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid);
+u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid, bool lone, u32 now);
 
 /* mrc_ud.c: address handles, UD and GSI data path */
 int mrc_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,

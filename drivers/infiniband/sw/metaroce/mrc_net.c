@@ -180,18 +180,23 @@ void mrc_net_exit(void)
  * mrc_pick_entropy() - UDP source port for the next packet.
  * @qp: the QP (locked).
  * @avoid: a port not to use (the one a lost packet went out on), or 0.
+ * @lone: nothing is in flight (mrc_path_pick_lone()).
+ * @now: current time.
  *
  * Packets are sprayed over the QP's set of source ports so that ECMP
  * spreads one QP over many paths; the path engine skips and replaces
  * ports whose feedback is bad (engine/mrc_path.c).
  */
-u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid)
+u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid, bool lone, u32 now)
 {
 	struct mrc_path *p = &qp->path;
 	u64 sw = p->switches, rb = p->rebalanced;
 	u16 port;
 
-	port = mrc_path_pick(p, mrc_now(), avoid);
+	if (lone && !avoid)
+		port = mrc_path_pick_lone(p, now);
+	else
+		port = mrc_path_pick(p, now, avoid);
 	if (p->switches != sw)
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_SWITCHES);
 	if (p->rebalanced != rb) {

@@ -432,7 +432,7 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 		/* RACK's verdicts judge the path; RNR waits and probes do not */
 		if (sl->flags & MRC_TXS_RACK)
 			mrc_req_path_loss(qp, sl->entropy, now);
-		sport = mrc_pick_entropy(qp, sl->entropy);
+		sport = mrc_pick_entropy(qp, sl->entropy, false, now);
 		err = mrc_build_req(qp, s, psn, n, true, now, sport);
 		if (err) {
 			if (err == -ENOMEM)
@@ -495,7 +495,8 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 				qp->rd_outstanding++;
 		}
 		psn = s->first_psn + s->sent;
-		sport = mrc_pick_entropy(qp, 0);
+		/* a lone packet takes the fastest path (mrc_path_pick_lone()) */
+		sport = mrc_pick_entropy(qp, 0, qp->tx.una == qp->tx.nxt, now);
 		err = mrc_build_req(qp, s, psn, n, false, now, sport);
 		if (err) {
 			if (!s->sent && mrc_op_needs_resp(s->op))
@@ -520,7 +521,7 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 /* (re)arm the transmit timer for the engine's next deadline (locked) */
 void mrc_tx_timer_update(struct mrc_qp *qp)
 {
-	u32 now = mrc_now(), at;
+	u32 now, at;
 	bool have;
 
 	if (qp->dead || (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD))
@@ -530,10 +531,16 @@ void mrc_tx_timer_update(struct mrc_qp *qp)
 		at = qp->rnr_until;
 		have = true;
 	}
+	/*
+	 * Nothing in flight: an armed timer is left to expire.  Cancelling
+	 * it on every ACK reprograms the clock event device each time, which
+	 * costs a ping-pong more than the one stale expiry per probe timeout.
+	 */
 	if (!have)
 		return;
 	if (qp->tx_timer_armed && !mrc_time_before(at, qp->tx_timer_at))
 		return;	/* fires no later than needed; it re-arms itself */
+	now = mrc_now();
 	qp->tx_timer_at = at;
 	qp->tx_timer_armed = true;
 	hrtimer_start(&qp->tx_timer,
@@ -568,7 +575,7 @@ void mrc_send_run(struct mrc_qp *qp)
 		spin_unlock_bh(&qp->lock);
 		return;
 	}
-	if (qp->state >= IB_QPS_RTR && !mrc_resp_emit(qp, &budget))
+	if (qp->state >= IB_QPS_RTR && !mrc_resp_emit(qp, &budget, now))
 		more = true;
 	if (qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD) {
 		if (qp->rnr_wait && !mrc_time_before(now, qp->rnr_until)) {

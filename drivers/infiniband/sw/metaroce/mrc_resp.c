@@ -60,7 +60,12 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 		mrc_stat_inc(qp->mdev, MRC_ST_RNR_NAK_TX);
 	else if (syndrome != MRC_SYN_ACK)
 		mrc_stat_inc(qp->mdev, MRC_ST_NAK_TX);
-	mrc_queue_pkt(qp, skb, mrc_pick_entropy(qp, 0));
+	/*
+	 * Back on the trigger's port: ACKs spread as the requests do, and a
+	 * ping-pong stays on one path (and receive CPU) both ways.
+	 */
+	mrc_queue_pkt(qp, skb, qp->last_entropy ? qp->last_entropy :
+			       mrc_pick_entropy(qp, 0, false, now));
 }
 
 static void mrc_ack_timer_arm(struct mrc_qp *qp)
@@ -534,7 +539,7 @@ static bool mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 		kfree_skb(skb);
 		return false;
 	}
-	mrc_queue_pkt(qp, skb, mrc_pick_entropy(qp, 0));
+	mrc_queue_pkt(qp, skb, mrc_pick_entropy(qp, 0, false, now));
 	e->done += pay;
 	return true;
 }
@@ -553,7 +558,7 @@ static bool mrc_emit_atomic(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 	if (!skb)
 		return false;
 	mrc_wire_build(skb->data, &p);
-	mrc_queue_pkt(qp, skb, mrc_pick_entropy(qp, 0));
+	mrc_queue_pkt(qp, skb, mrc_pick_entropy(qp, 0, false, now));
 	return true;
 }
 
@@ -561,12 +566,11 @@ static bool mrc_emit_atomic(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
  * mrc_resp_emit() - responder output from the send engine (locked).
  * @qp: the QP.
  * @budget: packets that may still be built; decremented.
+ * @now: current time.
  * Return: false if work is left for a later run.
  */
-bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget)
+bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget, u32 now)
 {
-	u32 now = mrc_now();
-
 	if (qp->ack_now && *budget) {
 		mrc_send_ack(qp, MRC_SYN_ACK, 0);
 		(*budget)--;

@@ -388,7 +388,7 @@ static int mrc_ud_build(struct mrc_qp *qp, u32 idx, struct sk_buff_head *q,
 		kfree_skb(skb);
 		return IB_WC_LOC_PROT_ERR;
 	}
-	cb.sport = mrc_pick_entropy(qp, 0);
+	cb.sport = mrc_pick_entropy(qp, 0, false, p.tsval);
 	BUILD_BUG_ON(sizeof(cb) > sizeof(skb->cb));
 	*MRC_UD_CB(skb) = cb;
 	__skb_queue_tail(q, skb);

@@ -188,6 +188,22 @@ static void mrc_path_balance(struct mrc_path *p)
 	p->wpicks = 0;
 }
 
+/* @e carries the next packet */
+static void mrc_path_count(struct mrc_path *p, struct mrc_path_ent *e,
+			   u32 now)
+{
+	if (e->skipping && !mrc_time_before(now, e->skip_until))
+		e->skipping = false;
+	if (++e->sent >= p->epoch_pkts) {
+		/* an epoch of this entropy's packets: old evidence fades */
+		e->sent = 0;
+		e->losses >>= 1;
+		e->ce >>= 1;
+	}
+	e->pkts++;
+	p->last = (u32)(e - p->ents);
+}
+
 u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid)
 {
 	u32 cursor = p->cursor, round_left = p->round_left, rng = p->rng;
@@ -214,20 +230,41 @@ u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid)
 		if (e->port == avoid && p->n > 1)
 			e = mrc_path_step(p);
 	}
-	if (e->skipping && !mrc_time_before(now, e->skip_until))
-		e->skipping = false;
-	if (++e->sent >= p->epoch_pkts) {
-		/* an epoch of this entropy's packets: old evidence fades */
-		e->sent = 0;
-		e->losses >>= 1;
-		e->ce >>= 1;
-	}
+	mrc_path_count(p, e, now);
 	e->wsent++;
 	if (p->balance_rounds && p->n > 1 &&
 	    ++p->wpicks >= p->n * p->balance_rounds)
 		mrc_path_balance(p);
-	e->pkts++;
-	p->last = (u32)(e - p->ents);
+	return e->port;
+}
+
+u16 mrc_path_pick_lone(struct mrc_path *p, u32 now)
+{
+	struct mrc_path_ent *e = NULL;
+	u32 i;
+
+	/* now and then a lone packet samples the other entropies */
+	if (p->n > 1 && ++p->lone >= MRC_PATH_LONE_EXPLORE) {
+		p->lone = 0;
+		return mrc_path_pick(p, now, 0);
+	}
+	if (p->aware) {
+		for (i = 0; i < p->n; i++) {
+			struct mrc_path_ent *c = &p->ents[i];
+
+			/* not one with losses or marks of late */
+			if (c->rtt && !c->losses && !c->ce &&
+			    mrc_path_usable(p, c, now) &&
+			    (!e || c->rtt < e->rtt))
+				e = c;
+		}
+	}
+	if (!e) {
+		e = &p->ents[p->last < p->n ? p->last : 0];
+		if (!mrc_path_usable(p, e, now))
+			return mrc_path_pick(p, now, 0);
+	}
+	mrc_path_count(p, e, now);
 	return e->port;
 }
 

@@ -490,6 +490,72 @@ static void mrc_path_drains_dead_path(struct kunit *test)
 	KUNIT_EXPECT_GT(test, p.retired, 0u);
 }
 
+/*
+ * A packet sent with nothing in flight takes the usable entropy with the
+ * smallest RTT; every MRC_PATH_LONE_EXPLORE-th follows the rounds, and
+ * only those count in the balance window.
+ */
+static void mrc_path_lone_takes_fastest(struct kunit *test)
+{
+	struct mrc_path_ent ents[PT_N];
+	struct mrc_path p;
+	u32 i, k, plain = 0;
+	u16 port;
+
+	mrc_path_init(&p, ents, PT_N, 4242, true);
+	for (i = 0; i < PT_N; i++)
+		mrc_path_on_ack(&p, ents[i].port, false,
+				i == 5 ? 50 : i == 3 ? 60 : 100, 0);
+	KUNIT_EXPECT_EQ(test, p.delay_skips, 0u);
+	for (k = 0; k < 8 * MRC_PATH_LONE_EXPLORE; k++) {
+		port = mrc_path_pick_lone(&p, 0);
+		if ((k + 1) % MRC_PATH_LONE_EXPLORE)
+			KUNIT_EXPECT_EQ(test, port, ents[5].port);
+		else
+			plain++;
+	}
+	KUNIT_EXPECT_EQ(test, plain, 8u);
+	KUNIT_EXPECT_EQ(test, p.wpicks, plain);
+	KUNIT_EXPECT_GE(test, ents[5].pkts, (u64)(8 * MRC_PATH_LONE_EXPLORE - 8));
+
+	/* a CE mark on the fastest: the next fastest instead ... */
+	mrc_path_on_ack(&p, ents[5].port, true, 0, 10);
+	KUNIT_EXPECT_EQ(test, mrc_path_pick_lone(&p, 20), ents[3].port);
+	/* ... also after the skip, while the mark counts against it */
+	KUNIT_EXPECT_EQ(test, mrc_path_pick_lone(&p, 20 + MRC_PATH_SKIP_US),
+			ents[3].port);
+	/* a loss likewise */
+	mrc_path_on_loss(&p, ents[3].port, 30);
+	KUNIT_EXPECT_EQ(test, mrc_path_pick_lone(&p, 40 + MRC_PATH_SKIP_US),
+			ents[0].port);
+}
+
+/* without path awareness a lone packet keeps the previous packet's port */
+static void mrc_path_lone_unaware_stays(struct kunit *test)
+{
+	struct mrc_path_ent ents[PT_N];
+	struct mrc_path p;
+	u16 port, prev;
+	u32 k;
+
+	mrc_path_init(&p, ents, PT_N, 77, false);
+	mrc_path_on_ack(&p, ents[2].port, false, 10, 0);
+	prev = mrc_path_pick(&p, 0, 0);
+	for (k = 1; k < 4 * MRC_PATH_LONE_EXPLORE; k++) {
+		port = mrc_path_pick_lone(&p, 0);
+		if (k % MRC_PATH_LONE_EXPLORE)
+			KUNIT_EXPECT_EQ(test, port, prev);
+		else
+			KUNIT_EXPECT_NE(test, port, prev);	/* next in the round */
+		prev = port;
+	}
+	/* a set of one never explores */
+	mrc_path_init(&p, ents, 1, 5, true);
+	for (k = 0; k < 2 * MRC_PATH_LONE_EXPLORE; k++)
+		KUNIT_EXPECT_EQ(test, mrc_path_pick_lone(&p, 0), ents[0].port);
+	KUNIT_EXPECT_EQ(test, p.wpicks, 0u);
+}
+
 /* losses spread evenly (reordering, random loss) retire nothing */
 static void mrc_path_even_losses_keep(struct kunit *test)
 {
@@ -528,6 +594,8 @@ static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_balances_uneven_draw),
 	KUNIT_CASE(mrc_path_all_skipped),
 	KUNIT_CASE(mrc_path_drains_dead_path),
+	KUNIT_CASE(mrc_path_lone_takes_fastest),
+	KUNIT_CASE(mrc_path_lone_unaware_stays),
 	{}
 };
 
