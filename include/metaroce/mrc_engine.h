@@ -80,7 +80,7 @@ u32 mrc_rtt_rto(const struct mrc_rtt *r);
 #define MRC_REO_WND_MIN_US	50	/* floor of the RACK reordering window */
 #define MRC_REO_STEPS_MAX	256	/* reo_wnd grows to min_rtt/4 x steps, power of 2 */
 #define MRC_REO_PERSIST		16	/* recoveries without a spurious retx */
-#define MRC_TLP_MIN_US		200	/* floor of the tail-loss probe timeout */
+#define MRC_TLP_MIN_US		1000	/* floor of the tail-loss probe timeout */
 
 /* ---- sender scoreboard ---- */
 
