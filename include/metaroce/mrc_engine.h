@@ -587,7 +587,6 @@ struct mrc_path_ent {
  * @losses: losses charged.
  * @last: index of the entry that carried the last packet.
  * @lone: lone packets since the last one that was sprayed.
- * @lone_ent: index of the entry the last non-exploring lone pick chose.
  */
 struct mrc_path {
 	struct mrc_path_ent *ents;
@@ -613,7 +612,6 @@ struct mrc_path {
 	u64 losses;
 	u32 last;
 	u32 lone;
-	u32 lone_ent;
 };
 
 /**
@@ -643,9 +641,8 @@ u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid);
  *
  * Such a packet cannot overtake another, so spreading it gains nothing:
  * it takes the usable entropy with the smallest smoothed RTT among those
- * with no loss or CE mark in their current epoch, or the last lone
- * choice if that one qualifies and is within a quarter of the smallest
- * (path_aware; otherwise, or with no such entropy, the previous packet's).  A sparse
+ * with no loss or CE mark in their current epoch (path_aware; otherwise,
+ * or with no such entropy, the previous packet's).  A sparse
  * exchange (a ping-pong) then stays on its fastest path and, at the
  * receiver, on one RSS/RPS queue and CPU.  Every MRC_PATH_LONE_EXPLORE-th
  * lone packet, or one whose entropy is being skipped, is a plain

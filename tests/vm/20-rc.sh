@@ -58,39 +58,6 @@ for ev in "" -e; do
 	done
 done
 
-# --- a ping-pong keeps its path --------------------------------------------------
-# A packet sent with nothing in flight takes the QP's fastest entropy, not
-# the next one (mrc_path_pick_lone()): a 1-byte ping-pong leaves mostly on
-# a few source ports (the fastest changes with the RTT samples).  Sprayed,
-# each of the 8 port-slot counters would see about an eighth.
-# shellcheck disable=SC2034 # filled through namerefs
-declare -A lone0 lone1
-rc_snap lone0 "$RC_DEV_A"
-rc=0
-run_pair pp_lone 90 ibv_rc_pingpong -g -s 1 -n 400 -m 4096 -c || rc=$?
-rc_snap lone1 "$RC_DEV_A"
-tot=0 top=0 top2=0 slots=''
-for k in 0 1 2 3 4 5 6 7; do
-	d=$(rc_delta lone0 lone1 "tx_path_slot$k")
-	tot=$((tot + d)) slots+=" $d"
-	if [ "$d" -gt "$top" ]; then
-		top2=$top top=$d
-	elif [ "$d" -gt "$top2" ]; then
-		top2=$d
-	fi
-done
-t_diag "hostA packets per port slot during the ping-pong:$slots"
-desc="a 1-byte ping-pong keeps to few paths"
-if [ "$rc" -ne 0 ]; then
-	t_fail "$desc" "exit $rc" "$(logs pp_lone)"
-elif [ "$tot" -lt 400 ]; then
-	t_fail "$desc: at least 400 requests counted in tx_path_slot0..7" "counted $tot"
-elif [ $(((top + top2) * 100)) -ge $((tot * 40)) ]; then
-	t_ok "$desc: $((top + top2)) of $tot packets from hostA on 2 of 8 port slots (>= 40 %; sprayed ~25 %)"
-else
-	t_fail "$desc: two port slots carry >= 40 % of hostA's packets" "$((top + top2)) of $tot"
-fi
-
 # --- ibv_srq_pingpong ------------------------------------------------------------
 for spec in "4096 200 4" "65536 40 8 -e"; do
 	read -r size iters qps ev <<<"$spec"

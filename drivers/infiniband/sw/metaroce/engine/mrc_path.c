@@ -249,9 +249,6 @@ u16 mrc_path_pick_lone(struct mrc_path *p, u32 now)
 		return mrc_path_pick(p, now, 0);
 	}
 	if (p->aware) {
-		struct mrc_path_ent *prev =
-			&p->ents[p->lone_ent < p->n ? p->lone_ent : 0];
-
 		for (i = 0; i < p->n; i++) {
 			struct mrc_path_ent *c = &p->ents[i];
 
@@ -261,11 +258,6 @@ u16 mrc_path_pick_lone(struct mrc_path *p, u32 now)
 			    (!e || c->rtt < e->rtt))
 				e = c;
 		}
-		/* keep the last lone choice unless another is clearly faster */
-		if (e && e != prev && prev->rtt && !prev->losses &&
-		    !prev->ce && mrc_path_usable(p, prev, now) &&
-		    prev->rtt - e->rtt <= e->rtt / 4)
-			e = prev;
 	}
 	if (!e) {
 		e = &p->ents[p->last < p->n ? p->last : 0];
@@ -273,7 +265,6 @@ u16 mrc_path_pick_lone(struct mrc_path *p, u32 now)
 			return mrc_path_pick(p, now, 0);
 	}
 	mrc_path_count(p, e, now);
-	p->lone_ent = p->last;
 	return e->port;
 }
 

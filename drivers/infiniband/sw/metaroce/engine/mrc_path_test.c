@@ -530,24 +530,6 @@ static void mrc_path_lone_takes_fastest(struct kunit *test)
 			ents[0].port);
 }
 
-/* a lone choice is kept until another entropy is clearly faster */
-static void mrc_path_lone_hysteresis(struct kunit *test)
-{
-	struct mrc_path_ent ents[PT_N];
-	struct mrc_path p;
-
-	mrc_path_init(&p, ents, PT_N, 99, true);
-	mrc_path_on_ack(&p, ents[2].port, false, 50, 0);
-	KUNIT_EXPECT_EQ(test, mrc_path_pick_lone(&p, 0), ents[2].port);
-	/* within a quarter: stays */
-	mrc_path_on_ack(&p, ents[6].port, false, 45, 0);
-	KUNIT_EXPECT_EQ(test, mrc_path_pick_lone(&p, 0), ents[2].port);
-	/* clearly faster: moves */
-	mrc_path_on_ack(&p, ents[11].port, false, 30, 0);
-	KUNIT_EXPECT_EQ(test, mrc_path_pick_lone(&p, 0), ents[11].port);
-	KUNIT_EXPECT_EQ(test, p.delay_skips, 0u);
-}
-
 /* without path awareness a lone packet keeps the previous packet's port */
 static void mrc_path_lone_unaware_stays(struct kunit *test)
 {
@@ -613,7 +595,6 @@ static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_all_skipped),
 	KUNIT_CASE(mrc_path_drains_dead_path),
 	KUNIT_CASE(mrc_path_lone_takes_fastest),
-	KUNIT_CASE(mrc_path_lone_hysteresis),
 	KUNIT_CASE(mrc_path_lone_unaware_stays),
 	{}
 };
