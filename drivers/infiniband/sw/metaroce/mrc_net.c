@@ -180,7 +180,7 @@ void mrc_net_exit(void)
  * mrc_pick_entropy() - UDP source port for the next packet.
  * @qp: the QP (locked).
  * @avoid: a port not to use (the one a lost packet went out on), or 0.
- * @lone: nothing is in flight (mrc_path_pick_lone()).
+ * @lone: nothing is in flight: mrc_path_pick_lone(), which has no @avoid.
  * @now: current time.
  *
  * Packets are sprayed over the QP's set of source ports so that ECMP
@@ -193,7 +193,7 @@ u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid, bool lone, u32 now)
 	u64 sw = p->switches, rb = p->rebalanced;
 	u16 port;
 
-	if (lone && !avoid)
+	if (lone)
 		port = mrc_path_pick_lone(p, now);
 	else
 		port = mrc_path_pick(p, now, avoid);

@@ -496,7 +496,8 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 		}
 		psn = s->first_psn + s->sent;
 		/* a lone packet takes the fastest path (mrc_path_pick_lone()) */
-		sport = mrc_pick_entropy(qp, 0, qp->tx.una == qp->tx.nxt, now);
+		sport = mrc_pick_entropy(qp, 0, !mrc_tx_outstanding(&qp->tx),
+					 now);
 		err = mrc_build_req(qp, s, psn, n, false, now, sport);
 		if (err) {
 			if (!s->sent && mrc_op_needs_resp(s->op))

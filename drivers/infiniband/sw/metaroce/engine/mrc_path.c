@@ -260,7 +260,7 @@ u16 mrc_path_pick_lone(struct mrc_path *p, u32 now)
 		}
 	}
 	if (!e) {
-		e = &p->ents[p->last < p->n ? p->last : 0];
+		e = &p->ents[p->last];
 		if (!mrc_path_usable(p, e, now))
 			return mrc_path_pick(p, now, 0);
 	}
