@@ -129,8 +129,9 @@ struct mrc_tx_slot {
  * @tlp_out: a tail-loss probe is outstanding.
  * @reo_steps_min: floor (and start) of reo_steps, 1 by default; a caller
  *	expecting reordering (sprayed paths) may start wider.
- * @frto: the last RTO resent only the oldest PSN; the next ACK decides
- *	whether the rest of the window is resent (see mrc_tx_on_timer()).
+ * @frto: the last RTO resent only the oldest PSN; a delivery of a PSN
+ *	sent once clears it, else the next RTO resends the whole window
+ *	(see mrc_tx_on_timer()).
  * @rtt: RTT estimator fed by this scoreboard.
  * @ack_cum: highest cumulative ACK applied so far, in [una, nxt]; PSNs
  *	before it need no more work when the next ACK arrives.
@@ -329,7 +330,7 @@ enum mrc_tx_timer_action {
 	MRC_TXT_NONE = 0,	/* nothing due */
 	MRC_TXT_RETX,		/* PSNs were marked lost: retransmit them */
 	MRC_TXT_PROBE,		/* tail-loss probe: resend the highest outstanding PSN */
-	MRC_TXT_RTO,		/* RTO: everything outstanding marked lost */
+	MRC_TXT_RTO,		/* RTO: the oldest PSN, or all, marked lost */
 	MRC_TXT_FAIL,		/* timeouts exceeded the retry limit */
 };
 

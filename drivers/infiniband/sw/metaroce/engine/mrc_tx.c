@@ -267,21 +267,19 @@ static void mrc_tx_mark_all_lost(struct mrc_tx *tx)
 }
 
 /*
- * F-RTO (RFC 5682 in spirit): the first ACK after an RTO that delivers a
- * PSN never sent twice shows the path was only slow, not empty; then the
- * rest of the window is left to RACK.  Otherwise the RTO was real and
- * everything still outstanding is resent.
+ * F-RTO (RFC 5682 in spirit): an ACK after an RTO that delivers a PSN
+ * never sent twice shows the path was only slow, not empty; then the rest
+ * of the window is left to RACK.  An ACK that delivers only the resent
+ * PSN decides nothing: behind a long queue the head's original arrives
+ * first.  If no PSN sent once arrives, the next RTO resends everything.
  */
 static void mrc_tx_frto(struct mrc_tx *tx, const struct mrc_rack_cand *c,
 			u32 newly)
 {
-	if (!tx->frto || !newly)
+	if (!tx->frto || !newly || !c->fresh)
 		return;
 	tx->frto = false;
-	if (c->fresh)
-		tx->spurious_rtos++;
-	else
-		mrc_tx_mark_all_lost(tx);
+	tx->spurious_rtos++;
 }
 
 /* move una over delivered PSNs and account progress */
@@ -305,6 +303,7 @@ static void mrc_tx_finish(struct mrc_tx *tx, u32 una0, u32 now,
 	if (tx->una == tx->nxt) {
 		tx->reo_armed = false;
 		tx->tlp_out = false;
+		tx->frto = false;
 	}
 }
 
@@ -549,7 +548,8 @@ enum mrc_tx_timer_action mrc_tx_on_timer(struct mrc_tx *tx, u32 now,
 		if (mrc_tx_failed(tx, now, retry_cnt, fail_after))
 			return MRC_TXT_FAIL;
 		if (tx->frto) {
-			/* nothing came back after the first RTO either */
+			/* no PSN sent once came back since the first RTO */
+			tx->frto = false;
 			mrc_tx_mark_all_lost(tx);
 		} else {
 			/* resend the oldest PSN only, see mrc_tx_frto() */

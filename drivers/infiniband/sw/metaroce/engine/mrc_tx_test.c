@@ -797,7 +797,7 @@ static void mrc_tx_frto_spurious_and_real(struct kunit *test)
 {
 	struct mrc_ack_result r;
 	struct mrc_tx *tx;
-	u32 psn, d;
+	u32 psn, d, t;
 
 	/* the originals of 2 and 3 arrive: the RTO was spurious */
 	tx = mrc_tt_rto(test, 8, &d);
@@ -807,16 +807,38 @@ static void mrc_tx_frto_spurious_and_real(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->spurious_rtos, 1u);
 	KUNIT_EXPECT_EQ(test, tx->lost, 0u);		/* 4-8 not resent */
 
-	/* a real outage: only the resent PSN comes back */
+	/*
+	 * Only the resent PSN comes back.  That is a real outage, or a
+	 * queue whose head was 1's original: nothing is resent until a PSN
+	 * sent once arrives or the RTO expires again.
+	 */
 	tx = mrc_tt_rto(test, 8, &d);
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, d + 150, 2, NOTS, NULL, 0, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
-	KUNIT_EXPECT_FALSE(test, tx->frto);
+	KUNIT_EXPECT_TRUE(test, tx->frto);
 	KUNIT_EXPECT_EQ(test, tx->spurious_rtos, 0u);
+	KUNIT_EXPECT_EQ(test, tx->lost, 0u);
+	/* progress re-arms the probe, then the RTO: 2-8 resent */
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &t));
+	KUNIT_EXPECT_EQ(test, t, d + 150 + 200);
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, t, 7, 0), MRC_TXT_PROBE);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, tx->probe_psn, 1, t, 0, 0), 0);
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &t));
+	KUNIT_EXPECT_EQ(test, t, d + 150 + 1000);
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, t, 7, 0), MRC_TXT_RTO);
+	KUNIT_EXPECT_FALSE(test, tx->frto);
 	KUNIT_EXPECT_EQ(test, tx->lost, 7u);		/* 2-8 resent now */
 	psn = 0;
 	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
 	KUNIT_EXPECT_EQ(test, psn, 2u);
+
+	/* the head's original came first, then the rest: spurious */
+	tx = mrc_tt_rto(test, 8, &d);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, d + 150, 2, NOTS, NULL, 0, &r), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, d + 160, 5, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_FALSE(test, tx->frto);
+	KUNIT_EXPECT_EQ(test, tx->spurious_rtos, 1u);
+	KUNIT_EXPECT_EQ(test, tx->lost, 0u);
 
 	/*
 	 * Only the resent PSN is ACKed, but sooner than min_rtt after the
