@@ -105,6 +105,29 @@ struct mrc_tx_slot {
 	u8 xmits;
 };
 
+/* per-path RACK references per QP, direct-mapped by port */
+#define MRC_TX_PATHS		64	/* power of 2 */
+
+/**
+ * struct mrc_tx_path - per-path RACK reference: the most recently sent
+ * PSN that an ACK delivered on one entropy (UDP source port).  Packets of
+ * one entropy share a path and arrive in order; across entropies they do
+ * not.  &struct mrc_tx holds MRC_TX_PATHS of them, direct-mapped by the
+ * low bits of the port.
+ * @ts: its transmission time.
+ * @psn: its PSN.
+ * @rtt: time from that transmission to its delivery.
+ * @port: the entropy (tag).
+ * @valid: the entry holds a delivery.
+ */
+struct mrc_tx_path {
+	u32 ts;
+	u32 psn;
+	u32 rtt;
+	u16 port;
+	bool valid;
+};
+
 /**
  * struct mrc_tx - sender side of one QP's PSN space.
  * @una: oldest PSN not yet delivered.
@@ -157,6 +180,7 @@ struct mrc_tx_slot {
  * @spurious_rtos: RTOs after which the path turned out only slow.
  * @tlps: tail-loss probes, total.
  * @rack_marked: PSNs declared lost by RACK, total.
+ * @paths: per-entropy RACK references, see &struct mrc_tx_path.
  */
 struct mrc_tx {
 	u32 una;
@@ -197,6 +221,7 @@ struct mrc_tx {
 	u32 spurious_rtos;
 	u32 tlps;
 	u32 rack_marked;
+	struct mrc_tx_path paths[MRC_TX_PATHS];
 };
 
 void mrc_tx_init(struct mrc_tx *tx, struct mrc_tx_slot *slots, u32 nslots,

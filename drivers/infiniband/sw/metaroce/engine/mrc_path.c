@@ -37,26 +37,35 @@ static u32 mrc_path_rand(struct mrc_path *p)
 	return x;
 }
 
-static bool mrc_path_has_port(const struct mrc_path *p, u16 port)
+/*
+ * @port is in use by this set, or shares its low bits with a port in use
+ * while the set fits the sender's per-path table (struct mrc_tx_path):
+ * two ports in one table entry would evict each other's reference.
+ */
+static bool mrc_path_port_clash(const struct mrc_path *p, u16 port)
 {
+	bool small = p->n < MRC_TX_PATHS;
 	u32 i;
 
-	for (i = 0; i < p->n; i++)
+	for (i = 0; i < p->n; i++) {
 		if (p->ents[i].port == port)
 			return true;
+		if (small && !((p->ents[i].port ^ port) & (MRC_TX_PATHS - 1)))
+			return true;
+	}
 	return false;
 }
 
-/* a port in MRC_PATH_PORT_BASE.., not in use by this set (best effort) */
+/* a port in MRC_PATH_PORT_BASE.., not clashing with this set (best effort) */
 static u16 mrc_path_fresh_port(struct mrc_path *p)
 {
 	u16 port = 0;
 	int tries;
 
-	for (tries = 0; tries < 16; tries++) {
+	for (tries = 0; tries < 32; tries++) {
 		port = MRC_PATH_PORT_BASE |
 		       (mrc_path_rand(p) & MRC_PATH_PORT_MASK);
-		if (!mrc_path_has_port(p, port))
+		if (!mrc_path_port_clash(p, port))
 			break;
 	}
 	return port;

@@ -20,6 +20,16 @@ static void mrc_path_init_distinct_ports(struct kunit *test)
 		for (j = 0; j < i; j++)
 			KUNIT_EXPECT_NE(test, ents[i].port, ents[j].port);
 	}
+	/*
+	 * A set smaller than the sender's per-path table gets one table
+	 * entry per port, also after replacements.
+	 */
+	for (i = 0; i < PT_N; i += 3)
+		mrc_path_replace(&p, ents[i].port);
+	for (i = 0; i < PT_N; i++)
+		for (j = 0; j < i; j++)
+			KUNIT_EXPECT_NE(test, ents[i].port & (MRC_TX_PATHS - 1),
+					ents[j].port & (MRC_TX_PATHS - 1));
 	/* out-of-range sizes are clamped, never zero */
 	mrc_path_init(&p, ents, 0, 1, true);
 	KUNIT_EXPECT_EQ(test, p.n, 1u);

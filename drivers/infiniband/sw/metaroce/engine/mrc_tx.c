@@ -12,6 +12,11 @@
  * reo_wnd therefore costs no retransmission, and a lost retransmission is
  * found the same way as a lost original.
  *
+ * Sprayed paths differ in delay, so each entropy also has its own
+ * reference (tx->paths[]).  A PSN overtaken on its own entropy is judged
+ * against that path's reference and RTT; one overtaken only on other
+ * entropies waits at least its own path's last RTT plus reo_wnd.
+ *
  * reo_wnd = max(max(min_rtt / 4, srtt / 64) x reo_steps, reo_wnd_min), at most
  * max(srtt + reo_cap_var x rttvar, reo_wnd_min).  A delivery of a retransmitted PSN less than
  * min_rtt after the retransmission means the original arrived: the
@@ -204,11 +209,33 @@ static bool mrc_tx_deliver(struct mrc_tx *tx, u32 psn, u32 now,
 	return false;
 }
 
+static struct mrc_tx_path *mrc_tx_path_of(struct mrc_tx *tx, u16 port)
+{
+	return &tx->paths[port & (MRC_TX_PATHS - 1)];
+}
+
+/* a PSN sent once on @s->entropy was delivered: the path's reference */
+static void mrc_tx_path_update(struct mrc_tx *tx,
+			       const struct mrc_tx_slot *s, u32 psn, u32 now)
+{
+	struct mrc_tx_path *pp = mrc_tx_path_of(tx, s->entropy);
+
+	if (pp->valid && pp->port == s->entropy &&
+	    !mrc_rack_after(s->xmit_ts, psn, pp->ts, pp->psn))
+		return;
+	pp->ts = s->xmit_ts;
+	pp->psn = psn;
+	pp->rtt = now - s->xmit_ts;
+	pp->port = s->entropy;
+	pp->valid = true;
+}
+
 /* an ACK covers @psn; Return: true if a retransmission proved spurious */
 static bool mrc_tx_ack_one(struct mrc_tx *tx, u32 psn, u32 now,
 			   struct mrc_ack_result *r, struct mrc_rack_cand *c)
 {
 	struct mrc_tx_slot *s = mrc_tx_slot_rw(tx, psn);
+	bool spurious;
 
 	if (s->flags & MRC_TXS_ACKED)
 		return false;
@@ -217,7 +244,10 @@ static bool mrc_tx_ack_one(struct mrc_tx *tx, u32 psn, u32 now,
 		return false;
 	}
 	r->newly_acked++;
-	return mrc_tx_deliver(tx, psn, now, c);
+	spurious = mrc_tx_deliver(tx, psn, now, c);
+	if (s->xmits == 1)
+		mrc_tx_path_update(tx, s, psn, now);
+	return spurious;
 }
 
 static void mrc_tx_rack_update(struct mrc_tx *tx, const struct mrc_rack_cand *c,
@@ -403,8 +433,9 @@ int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r)
 u32 mrc_tx_detect_loss(struct mrc_tx *tx, u32 now)
 {
 	u32 psn, rts, rpsn, rrtt, elapsed, due, deadline = 0;
+	const struct mrc_tx_path *pp;
 	struct mrc_tx_slot *s;
-	bool armed = false;
+	bool armed = false, own;
 	u32 n = 0;
 	u64 wait;
 
@@ -424,11 +455,28 @@ u32 mrc_tx_detect_loss(struct mrc_tx *tx, u32 now)
 			rpsn = tx->rresp_psn;
 			rrtt = tx->rresp_rtt;
 		} else {
-			if (!tx->rack_valid)
-				continue;
-			rts = tx->rack_ts;
-			rpsn = tx->rack_psn;
-			rrtt = tx->rack_rtt;
+			pp = mrc_tx_path_of(tx, s->entropy);
+			own = pp->valid && pp->port == s->entropy;
+			if (own && mrc_rack_after(pp->ts, pp->psn,
+						  s->xmit_ts, psn)) {
+				/* a later packet on the same path arrived */
+				rts = pp->ts;
+				rpsn = pp->psn;
+				rrtt = pp->rtt;
+			} else {
+				if (!tx->rack_valid)
+					continue;
+				rts = tx->rack_ts;
+				rpsn = tx->rack_psn;
+				/*
+				 * Only another path delivered later packets:
+				 * that one may just be quicker, so wait for
+				 * this path's own latest RTT as well.
+				 */
+				rrtt = tx->rack_rtt;
+				if (own && pp->rtt > rrtt)
+					rrtt = pp->rtt;
+			}
 		}
 		if (!mrc_rack_after(rts, rpsn, s->xmit_ts, psn))
 			continue;

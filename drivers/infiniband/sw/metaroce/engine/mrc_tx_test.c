@@ -445,9 +445,10 @@ static void mrc_tx_loss_and_lost_retransmission(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 2u);
 	KUNIT_EXPECT_EQ(test, tx->rack_rtt, 104u);
 	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 1265), 0u);
-	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 1153u + 104 + 50);
-	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1306, 0, 1), MRC_TXT_NONE);
-	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1307, 0, 1), MRC_TXT_RETX);
+	/* the copy of 3 went on entropy 0, as did 11: 11's RTT is the wait */
+	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 1153u + 105 + 50);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1307, 0, 1), MRC_TXT_NONE);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1308, 0, 1), MRC_TXT_RETX);
 	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 3)->xmits, 2);
 	KUNIT_EXPECT_EQ(test, tx->timeouts, 0u);
 
@@ -699,6 +700,72 @@ static void mrc_tx_inflight_window(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 700, 8, NOTS, NULL, 0, &r), 0);
 	KUNIT_EXPECT_EQ(test, tx->sacked, 0u);
 	KUNIT_EXPECT_EQ(test, tx->una, 8u);
+}
+
+/*
+ * Per-path RACK: a PSN whose path is slower than the one that delivered
+ * a later PSN waits for its own path's RTT; a later PSN delivered on its
+ * own path judges it with that path's RTT.
+ */
+static void mrc_tx_rack_per_path(struct kunit *test)
+{
+	static const u32 s3[] = { 3 }, s34[] = { 3, 4 };
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_result r;
+
+	mrc_tt_warm(test, tx, 100);			/* reo_wnd 50 */
+	tx->tlp_min = 5000;				/* keep probes out */
+	/* entropy 5 is slow: 800 us */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, 1000, 5, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1800, 2, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->paths[5].rtt, 800u);
+	KUNIT_EXPECT_EQ(test, tx->paths[5].port, 5);
+
+	/* 2 on entropy 5, 3 on entropy 6; 3 arrives after 100 us */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 2, 1, 3000, 5, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 3, 1, 3010, 6, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 3110, 2, NOTS, s3, 1, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->rack_rtt, 100u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 3110), 0u);
+	/* not rack_rtt + reo_wnd (3150): entropy 5's 800 us + 50 */
+	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 3000u + 800 + 50);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 3150, 0, 1), MRC_TXT_NONE);
+	KUNIT_EXPECT_EQ(test, tx->lost, 0u);
+
+	/* 4, sent after 2 on entropy 5, arrives in 110 us: 2 is lost */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 3020, 5, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 3130, 2, NOTS, s34, 2, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->paths[5].psn, 4u);
+	KUNIT_EXPECT_EQ(test, tx->paths[5].rtt, 110u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 3130), 0u);
+	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 3000u + 110 + 50);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 3159, 0, 1), MRC_TXT_NONE);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 3160, 0, 1), MRC_TXT_RETX);
+	KUNIT_EXPECT_EQ(test, tx->lost, 1u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 2)->flags,
+			MRC_TXS_LOST | MRC_TXS_RACK);
+}
+
+/* a port that shares a table entry with another is judged as before */
+static void mrc_tx_rack_path_tag(struct kunit *test)
+{
+	static const u32 s3[] = { 3 };
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_result r;
+
+	mrc_tt_warm(test, tx, 100);
+	tx->tlp_min = 5000;
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, 1000, 5, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1800, 2, NOTS, NULL, 0, &r), 0);
+	/* 2 on 5 + MRC_TX_PATHS: entropy 5's slow RTT is not its own */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 2, 1, 2000, 5 + MRC_TX_PATHS, 0),
+			0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 3, 1, 2010, 6, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 2110, 2, NOTS, s3, 1, &r), 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 2110), 0u);
+	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 2000u + 100 + 50);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 2150, 0, 1), MRC_TXT_RETX);
+	KUNIT_EXPECT_EQ(test, tx->lost, 1u);
 }
 
 /* reo_wnd's cap: srtt, plus reo_cap_var x rttvar when asked */
@@ -983,6 +1050,8 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_fail_within_ib_timeout),
 	KUNIT_CASE(mrc_tx_long_read),
 	KUNIT_CASE(mrc_tx_inflight_window),
+	KUNIT_CASE(mrc_tx_rack_per_path),
+	KUNIT_CASE(mrc_tx_rack_path_tag),
 	KUNIT_CASE(mrc_tx_reo_cap),
 	KUNIT_CASE(mrc_tx_spurious_adapts),
 	KUNIT_CASE(mrc_tx_dup_report_adapts),
