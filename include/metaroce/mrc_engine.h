@@ -105,6 +105,21 @@ struct mrc_tx_slot {
 	u8 xmits;
 };
 
+/**
+ * struct mrc_rack_ref - a RACK reference: the most recently sent PSN known
+ * delivered (among some kind of deliveries) and the RTT measured on it.
+ * @ts: its transmission time.
+ * @psn: its PSN (tie break for equal timestamps).
+ * @rtt: time from that transmission to its delivery.
+ * @valid: the fields hold a delivery.
+ */
+struct mrc_rack_ref {
+	u32 ts;
+	u32 psn;
+	u32 rtt;
+	bool valid;
+};
+
 /* per-path RACK references per QP, direct-mapped by port */
 #define MRC_TX_PATHS		64	/* power of 2 */
 
@@ -114,18 +129,12 @@ struct mrc_tx_slot {
  * one entropy share a path and arrive in order; across entropies they do
  * not.  &struct mrc_tx holds MRC_TX_PATHS of them, direct-mapped by the
  * low bits of the port.
- * @ts: its transmission time.
- * @psn: its PSN.
- * @rtt: time from that transmission to its delivery.
+ * @ref: that PSN.
  * @port: the entropy (tag).
- * @valid: the entry holds a delivery.
  */
 struct mrc_tx_path {
-	u32 ts;
-	u32 psn;
-	u32 rtt;
+	struct mrc_rack_ref ref;
 	u16 port;
-	bool valid;
 };
 
 /**
@@ -139,11 +148,9 @@ struct mrc_tx_path {
  * @sacked: PSNs in (una, nxt) already delivered.
  * @nslots: size of @slots, a power of two.
  * @slots: caller-provided array; PSN p uses slots[p & (nslots - 1)].
- * @rack_ts: xmit_ts of the most recently sent packet known delivered.
- * @rack_psn: its PSN (tie break for equal timestamps).
- * @rack_rtt: RTT measured on that packet.
- * @rack_valid: the rack_* fields hold a delivery.
- * @reo_wnd: reordering window in us added to rack_rtt before declaring loss.
+ * @rack: the most recently sent packet known delivered, by any ACK or
+ *	response, and its RTT.
+ * @reo_wnd: reordering window in us added to rack.rtt before declaring loss.
  * @lost: PSNs currently marked lost and not yet retransmitted.
  * @last_send_ts: time of the latest transmission of any PSN.
  * @timeouts: consecutive RTO expiries without forward progress.
@@ -158,13 +165,10 @@ struct mrc_tx_path {
  * @rtt: RTT estimator fed by this scoreboard.
  * @ack_cum: highest cumulative ACK applied so far, in [una, nxt]; PSNs
  *	before it need no more work when the next ACK arrives.
- * @rresp_ts: like @rack_ts, for READ/atomic responses only.  A NEED_RESP
- *	slot whose request was ACKed is judged against responses, never
- *	against later requests: a long READ streams its responses for much
- *	longer than one RTT.
- * @rresp_psn: PSN of that response.
- * @rresp_rtt: time from request to that response.
- * @rresp_valid: the rresp_* fields hold a delivery.
+ * @rresp: like @rack, for READ/atomic responses only (the RTT is from
+ *	request to response).  A NEED_RESP slot whose request was ACKed is
+ *	judged against responses, never against later requests: a long READ
+ *	streams its responses for much longer than one RTT.
  * @reo_wnd_min: floor of @reo_wnd (MRC_REO_WND_MIN_US), caller tunable.
  * @reo_steps: @reo_wnd is max(min_rtt / 4 x steps, @reo_wnd_min), capped
  *	at srtt + @reo_cap_var x rttvar; spurious retransmissions raise it.
@@ -190,10 +194,7 @@ struct mrc_tx {
 	u32 sacked;
 	u32 nslots;
 	struct mrc_tx_slot *slots;
-	u32 rack_ts;
-	u32 rack_psn;
-	u32 rack_rtt;
-	bool rack_valid;
+	struct mrc_rack_ref rack;
 	u32 reo_wnd;
 	u32 lost;
 	u32 last_send_ts;
@@ -203,10 +204,7 @@ struct mrc_tx {
 	bool frto;			/* an RTO resent only the oldest PSN */
 	struct mrc_rtt rtt;
 	u32 ack_cum;
-	u32 rresp_ts;
-	u32 rresp_psn;
-	u32 rresp_rtt;
-	bool rresp_valid;
+	struct mrc_rack_ref rresp;
 	u32 reo_wnd_min;
 	u32 reo_steps;
 	u32 reo_steps_min;

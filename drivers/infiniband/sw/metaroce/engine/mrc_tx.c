@@ -214,20 +214,30 @@ static struct mrc_tx_path *mrc_tx_path_of(struct mrc_tx *tx, u16 port)
 	return &tx->paths[port & (MRC_TX_PATHS - 1)];
 }
 
+/* (ts, psn) was delivered at @now: keep it if sent after @r's */
+static void mrc_rack_ref_offer(struct mrc_rack_ref *r, u32 ts, u32 psn,
+			       u32 now)
+{
+	if (r->valid && !mrc_rack_after(ts, psn, r->ts, r->psn))
+		return;
+	r->ts = ts;
+	r->psn = psn;
+	r->rtt = now - ts;
+	r->valid = true;
+}
+
 /* a PSN sent once on @s->entropy was delivered: the path's reference */
 static void mrc_tx_path_update(struct mrc_tx *tx,
 			       const struct mrc_tx_slot *s, u32 psn, u32 now)
 {
 	struct mrc_tx_path *pp = mrc_tx_path_of(tx, s->entropy);
 
-	if (pp->valid && pp->port == s->entropy &&
-	    !mrc_rack_after(s->xmit_ts, psn, pp->ts, pp->psn))
-		return;
-	pp->ts = s->xmit_ts;
-	pp->psn = psn;
-	pp->rtt = now - s->xmit_ts;
-	pp->port = s->entropy;
-	pp->valid = true;
+	if (pp->port != s->entropy) {
+		/* the entry held another port: it is this one's now */
+		pp->port = s->entropy;
+		pp->ref.valid = false;
+	}
+	mrc_rack_ref_offer(&pp->ref, s->xmit_ts, psn, now);
 }
 
 /* an ACK covers @psn; Return: true if a retransmission proved spurious */
@@ -253,15 +263,8 @@ static bool mrc_tx_ack_one(struct mrc_tx *tx, u32 psn, u32 now,
 static void mrc_tx_rack_update(struct mrc_tx *tx, const struct mrc_rack_cand *c,
 			       u32 now)
 {
-	if (!c->valid)
-		return;
-	if (tx->rack_valid &&
-	    !mrc_rack_after(c->ts, c->psn, tx->rack_ts, tx->rack_psn))
-		return;
-	tx->rack_ts = c->ts;
-	tx->rack_psn = c->psn;
-	tx->rack_rtt = now - c->ts;
-	tx->rack_valid = true;
+	if (c->valid)
+		mrc_rack_ref_offer(&tx->rack, c->ts, c->psn, now);
 }
 
 static void mrc_tx_spurious(struct mrc_tx *tx)
@@ -417,13 +420,8 @@ int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r)
 	if (mrc_tx_deliver(tx, psn, now, &c))
 		mrc_tx_spurious(tx);
 	mrc_tx_frto(tx, &c, 1);
-	if (c.valid && (!tx->rresp_valid ||
-			mrc_rack_after(c.ts, c.psn, tx->rresp_ts, tx->rresp_psn))) {
-		tx->rresp_ts = c.ts;
-		tx->rresp_psn = c.psn;
-		tx->rresp_rtt = now - c.ts;
-		tx->rresp_valid = true;
-	}
+	if (c.valid)
+		mrc_rack_ref_offer(&tx->rresp, c.ts, c.psn, now);
 	mrc_tx_rack_update(tx, &c, now);
 	mrc_tx_finish(tx, una0, now, r);
 	return 0;
@@ -432,54 +430,46 @@ int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r)
 /* O(outstanding): every undelivered PSN is compared with its reference */
 u32 mrc_tx_detect_loss(struct mrc_tx *tx, u32 now)
 {
-	u32 psn, rts, rpsn, rrtt, elapsed, due, deadline = 0;
-	const struct mrc_tx_path *pp;
+	u32 psn, rrtt, elapsed, due, deadline = 0;
+	const struct mrc_tx_path *pp = NULL;
+	const struct mrc_rack_ref *ref;
 	struct mrc_tx_slot *s;
 	bool armed = false, own;
 	u32 n = 0;
 	u64 wait;
 
 	tx->reo_armed = false;
-	if (!tx->rack_valid && !tx->rresp_valid)
+	if (!tx->rack.valid && !tx->rresp.valid)
 		return 0;
 
 	for (psn = tx->una; psn != tx->nxt; psn++) {
 		s = mrc_tx_slot_rw(tx, psn);
 		if (s->flags & (MRC_TXS_ACKED | MRC_TXS_LOST))
 			continue;
+		own = false;
 		if ((s->flags & MRC_TXS_REQ_SEEN) &&
 		    (s->flags & MRC_TXS_NEED_RESP)) {
-			if (!tx->rresp_valid)
-				continue;
-			rts = tx->rresp_ts;
-			rpsn = tx->rresp_psn;
-			rrtt = tx->rresp_rtt;
+			ref = &tx->rresp;
 		} else {
 			pp = mrc_tx_path_of(tx, s->entropy);
-			own = pp->valid && pp->port == s->entropy;
-			if (own && mrc_rack_after(pp->ts, pp->psn,
-						  s->xmit_ts, psn)) {
-				/* a later packet on the same path arrived */
-				rts = pp->ts;
-				rpsn = pp->psn;
-				rrtt = pp->rtt;
-			} else {
-				if (!tx->rack_valid)
-					continue;
-				rts = tx->rack_ts;
-				rpsn = tx->rack_psn;
-				/*
-				 * Only another path delivered later packets:
-				 * that one may just be quicker, so wait for
-				 * this path's own latest RTT as well.
-				 */
-				rrtt = tx->rack_rtt;
-				if (own && pp->rtt > rrtt)
-					rrtt = pp->rtt;
-			}
+			own = pp->ref.valid && pp->port == s->entropy;
+			/* a later packet on the same path arrived? */
+			if (own && mrc_rack_after(pp->ref.ts, pp->ref.psn,
+						  s->xmit_ts, psn))
+				ref = &pp->ref;
+			else
+				ref = &tx->rack;
 		}
-		if (!mrc_rack_after(rts, rpsn, s->xmit_ts, psn))
+		if (!ref->valid ||
+		    !mrc_rack_after(ref->ts, ref->psn, s->xmit_ts, psn))
 			continue;
+		rrtt = ref->rtt;
+		/*
+		 * Only another path delivered later packets: that one may
+		 * just be quicker, so wait for this path's own latest RTT too.
+		 */
+		if (ref == &tx->rack && own && pp->ref.rtt > rrtt)
+			rrtt = pp->ref.rtt;
 
 		wait = (u64)rrtt + tx->reo_wnd;
 		if (wait > MRC_S32_MAX)

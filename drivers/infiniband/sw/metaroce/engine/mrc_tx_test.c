@@ -163,9 +163,9 @@ static void mrc_tx_ack_everything(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->rtt.backoff, 0u);
 	KUNIT_EXPECT_EQ(test, tx->progress_ts, 100u);
 	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 91u);
-	KUNIT_EXPECT_TRUE(test, tx->rack_valid);
-	KUNIT_EXPECT_EQ(test, tx->rack_psn, 9u);
-	KUNIT_EXPECT_EQ(test, tx->rack_rtt, 91u);
+	KUNIT_EXPECT_TRUE(test, tx->rack.valid);
+	KUNIT_EXPECT_EQ(test, tx->rack.psn, 9u);
+	KUNIT_EXPECT_EQ(test, tx->rack.rtt, 91u);
 	KUNIT_EXPECT_FALSE(test, mrc_tx_deadline(tx, &d));
 	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 100000), 0u);
 
@@ -192,7 +192,7 @@ static void mrc_tx_ack_beyond_nxt(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
 	KUNIT_EXPECT_EQ(test, tx->una, 0xfffffffeu);
 	KUNIT_EXPECT_FALSE(test, mrc_tt_acked(tx, 0xfffffffe));
-	KUNIT_EXPECT_FALSE(test, tx->rack_valid);
+	KUNIT_EXPECT_FALSE(test, tx->rack.valid);
 	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 0u);
 	KUNIT_EXPECT_EQ(test, mrc_tt_ack(tx, 100, 2, 0, NULL, 0, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 4u);
@@ -341,8 +341,8 @@ static void mrc_tx_need_resp(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
 	KUNIT_EXPECT_TRUE(test, r.una_advanced);
 	KUNIT_EXPECT_EQ(test, tx->una, 2u);
-	KUNIT_EXPECT_TRUE(test, tx->rresp_valid);
-	KUNIT_EXPECT_EQ(test, tx->rresp_rtt, 109u);
+	KUNIT_EXPECT_TRUE(test, tx->rresp.valid);
+	KUNIT_EXPECT_EQ(test, tx->rresp.rtt, 109u);
 	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 1, 111, &r), 1);	/* below una */
 	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 5, 111, &r), -EINVAL);
 	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 6, 111, &r), -EINVAL);
@@ -380,8 +380,8 @@ static void mrc_tx_reordering_tolerated(struct kunit *test)
 	/* 6 overtakes 1-5 */
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1110, 1, 1005, s6, 1, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.rtt_sample, 105u);
-	KUNIT_EXPECT_EQ(test, tx->rack_psn, 6u);
-	KUNIT_EXPECT_EQ(test, tx->rack_rtt, 105u);
+	KUNIT_EXPECT_EQ(test, tx->rack.psn, 6u);
+	KUNIT_EXPECT_EQ(test, tx->rack.rtt, 105u);
 	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 1110), 0u);
 	KUNIT_EXPECT_TRUE(test, tx->reo_armed);
 	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 1000u + 105 + 50);
@@ -416,8 +416,8 @@ static void mrc_tx_loss_and_lost_retransmission(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1110, 3, 1009, s4_10,
 					 ARRAY_SIZE(s4_10), &r), 0);
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 9u);
-	KUNIT_EXPECT_EQ(test, tx->rack_psn, 10u);
-	KUNIT_EXPECT_EQ(test, tx->rack_rtt, 101u);
+	KUNIT_EXPECT_EQ(test, tx->rack.psn, 10u);
+	KUNIT_EXPECT_EQ(test, tx->rack.rtt, 101u);
 	/* srtt (7 * 100 + 101) / 8 = 100, so TLP would be due at 1310 */
 	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 1110), 0u);
 	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
@@ -443,7 +443,7 @@ static void mrc_tx_loss_and_lost_retransmission(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1265, 3, 1161, s4_12,
 					 ARRAY_SIZE(s4_12), &r), 0);
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 2u);
-	KUNIT_EXPECT_EQ(test, tx->rack_rtt, 104u);
+	KUNIT_EXPECT_EQ(test, tx->rack.rtt, 104u);
 	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 1265), 0u);
 	/* the copy of 3 went on entropy 0, as did 11: 11's RTT is the wait */
 	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 1153u + 105 + 50);
@@ -718,14 +718,14 @@ static void mrc_tx_rack_per_path(struct kunit *test)
 	/* entropy 5 is slow: 800 us */
 	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, 1000, 5, 0), 0);
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1800, 2, NOTS, NULL, 0, &r), 0);
-	KUNIT_EXPECT_EQ(test, tx->paths[5].rtt, 800u);
+	KUNIT_EXPECT_EQ(test, tx->paths[5].ref.rtt, 800u);
 	KUNIT_EXPECT_EQ(test, tx->paths[5].port, 5);
 
 	/* 2 on entropy 5, 3 on entropy 6; 3 arrives after 100 us */
 	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 2, 1, 3000, 5, 0), 0);
 	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 3, 1, 3010, 6, 0), 0);
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 3110, 2, NOTS, s3, 1, &r), 0);
-	KUNIT_EXPECT_EQ(test, tx->rack_rtt, 100u);
+	KUNIT_EXPECT_EQ(test, tx->rack.rtt, 100u);
 	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 3110), 0u);
 	/* not rack_rtt + reo_wnd (3150): entropy 5's 800 us + 50 */
 	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 3000u + 800 + 50);
@@ -735,8 +735,8 @@ static void mrc_tx_rack_per_path(struct kunit *test)
 	/* 4, sent after 2 on entropy 5, arrives in 110 us: 2 is lost */
 	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 3020, 5, 0), 0);
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 3130, 2, NOTS, s34, 2, &r), 0);
-	KUNIT_EXPECT_EQ(test, tx->paths[5].psn, 4u);
-	KUNIT_EXPECT_EQ(test, tx->paths[5].rtt, 110u);
+	KUNIT_EXPECT_EQ(test, tx->paths[5].ref.psn, 4u);
+	KUNIT_EXPECT_EQ(test, tx->paths[5].ref.rtt, 110u);
 	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 3130), 0u);
 	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 3000u + 110 + 50);
 	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 3159, 0, 1), MRC_TXT_NONE);
@@ -810,7 +810,7 @@ static void mrc_tx_spurious_adapts(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->spurious, 2u);
 	KUNIT_EXPECT_EQ(test, tx->reo_steps, 2u);	/* once per ACK */
 	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 500u);
-	KUNIT_EXPECT_EQ(test, tx->rack_psn, 3u);	/* ambiguous: unused */
+	KUNIT_EXPECT_EQ(test, tx->rack.psn, 3u);	/* ambiguous: unused */
 
 	/* a probe that turns out unneeded says nothing about reordering */
 	mrc_tt_send(test, tx, 1, 4000, 0);		/* PSN 4 */
@@ -967,8 +967,8 @@ static void mrc_tx_psn_wrap(struct kunit *test)
 					 ARRAY_SIZE(sacked), &r), 0);
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 6u);
 	KUNIT_EXPECT_EQ(test, tx->una, 0xfffffffdu);
-	KUNIT_EXPECT_EQ(test, tx->rack_psn, 3u);
-	KUNIT_EXPECT_EQ(test, tx->rack_rtt, 91u);
+	KUNIT_EXPECT_EQ(test, tx->rack.psn, 3u);
+	KUNIT_EXPECT_EQ(test, tx->rack.rtt, 91u);
 	/* fd, fe, 1, 2 were sent before 3: lost after 91 + 50 us */
 	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 1143), 0u);
 	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 1144u);
