@@ -125,6 +125,7 @@ static struct {
 	double start_at;		/* CLOCK_REALTIME second to start at */
 	const char *start_file;		/* or: start once this file exists */
 	int64_t corrupt;		/* self-test: damage this op of ours */
+	double rate_bps;		/* per QP, requests' payload; 0: no limit */
 	int verbose;
 	const char *role;
 } O = {
@@ -674,6 +675,7 @@ struct qpc {
 	/* requester side: our stream */
 	struct stream req;
 	uint64_t posted, completed;
+	uint64_t posted_bytes;		/* payload of the requests posted */
 	uint64_t *sigq;			/* signaled ops in flight, in order */
 	unsigned sig_head, sig_n;
 	uint64_t end;			/* ops in our stream, once decided */
@@ -1096,6 +1098,11 @@ static int requester_post(struct qpc *q, double now)
 
 		if (!may_post(q, o))
 			break;
+		/* --rate: post no faster than the rate, counted from the start */
+		if (O.rate_bps &&
+		    (double)q->posted_bytes * 8 > O.rate_bps * (now - t_start))
+			break;
+		q->posted_bytes += o->len;
 		memset(wr, 0, sizeof(*wr));
 		slot = src_slot(q, o->idx);
 		for (k = 0; k < o->nsge; k++) {
@@ -1869,7 +1876,8 @@ static int run_verify(void)
 			struct ibv_cq *ecq;
 			void *ectx;
 
-			poll(pf, 3, 100);
+			/* a rate-limited poster wakes up to post again */
+			poll(pf, 3, O.rate_bps ? 2 : 100);
 			if ((pf[0].revents & POLLIN) && !ibv_get_cq_event(chan, &ecq, &ectx))
 				ibv_ack_cq_events(ecq, 1);
 			if (pf[2].revents & POLLIN)
@@ -2406,6 +2414,8 @@ static void usage(int rc)
 "      --dir DIR          both | c2s | s2c: who sends requests (both)\n"
 "local options:\n"
 "      --busy             busy-poll the CQ instead of sleeping on events\n"
+"      --rate MBIT        post requests no faster than MBIT Mbit/s of payload\n"
+"                         per QP (default: as fast as the window allows)\n"
 "      --stall SEC        fail after SEC seconds without progress (60)\n"
 "      --max-errors N     stop after N errors (1)\n"
 "      --lax-sq-len       do not check byte_len of send-side completions\n"
@@ -2466,7 +2476,8 @@ static uint32_t parse_ops(const char *s)
 int main(int argc, char **argv)
 {
 	enum { O_INLINE = 256, O_TIMEOUT, O_RETRY, O_RNR, O_RNRT, O_RNRD, O_MODE, O_BUSY,
-	       O_STALL, O_MAXERR, O_LAX, O_GO, O_DIR, O_CORRUPT, O_START, O_STARTF };
+	       O_STALL, O_MAXERR, O_LAX, O_GO, O_DIR, O_CORRUPT, O_START, O_STARTF,
+	       O_RATE };
 	static const struct option lo[] = {
 		{ "dev", 1, 0, 'd' }, { "ib-port", 1, 0, 'i' }, { "gid-idx", 1, 0, 'g' },
 		{ "port", 1, 0, 'p' }, { "iters", 1, 0, 'n' }, { "duration", 1, 0, 'D' },
@@ -2479,7 +2490,7 @@ int main(int argc, char **argv)
 		{ "max-errors", 1, 0, O_MAXERR }, { "lax-sq-len", 0, 0, O_LAX },
 		{ "go-file", 1, 0, O_GO }, { "dir", 1, 0, O_DIR },
 		{ "corrupt", 1, 0, O_CORRUPT }, { "start-at", 1, 0, O_START },
-		{ "start-file", 1, 0, O_STARTF },
+		{ "start-file", 1, 0, O_STARTF }, { "rate", 1, 0, O_RATE },
 		{ "verbose", 0, 0, 'v' }, { "help", 0, 0, 'h' },
 		{ 0 }
 	};
@@ -2518,6 +2529,7 @@ int main(int argc, char **argv)
 			P.mode = m;
 			break;
 		case O_BUSY: O.busy = true; break;
+		case O_RATE: O.rate_bps = atof(optarg) * 1e6; break;
 		case O_STALL: O.stall_s = atof(optarg); break;
 		case O_MAXERR: O.max_errors = atoi(optarg); break;
 		case O_LAX: O.lax_sq_len = true; break;
