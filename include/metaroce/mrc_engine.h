@@ -549,7 +549,8 @@ static inline u32 mrc_cc_wnd(const struct mrc_cc *cc)
 #define MRC_PATH_PORT_MASK	0x3fff
 #define MRC_PATH_SKIP_US	1000	/* default skip after ECN, delay or loss */
 #define MRC_PATH_DELAY_MIN_US	200	/* RTT excess over the average that counts */
-#define MRC_PATH_LOSS_RETIRE	2	/* losses per epoch that retire an entropy */
+#define MRC_PATH_LOSS_RETIRE	3	/* losses in a row, no ACK between, retire one */
+#define MRC_PATH_LOSS_SHED	12	/* losses over the average that shed every turn */
 #define MRC_PATH_CE_RETIRE	4	/* CE echoes per epoch that retire one */
 #define MRC_PATH_EPOCH_PKTS	64	/* an entropy's own packets per epoch */
 #define MRC_PATH_OUTLIER	2	/* retire at this many times the average */
@@ -565,6 +566,7 @@ static inline u32 mrc_cc_wnd(const struct mrc_cc *cc)
  * @skip_until: end of the skip.
  * @sent: packets sent in the current epoch.
  * @losses: losses charged in the current epoch (halved each epoch).
+ * @run: losses charged since the last ACK triggered through it.
  * @ce: CE echoes in the current epoch (halved each epoch).
  * @wsent: packets sent in the current balance window.
  * @wfresh: (re)drawn during the current window, not judged at its end.
@@ -577,6 +579,7 @@ struct mrc_path_ent {
 	u32 skip_until;
 	u32 sent;
 	u32 losses;
+	u32 run;
 	u32 ce;
 	u32 wsent;
 	bool wfresh;
@@ -594,7 +597,13 @@ struct mrc_path_ent {
  * @aware: judge entropies (skip and retire); false: plain round robin.
  * @skip_us: how long a marked, slow or lossy entropy is skipped.
  * @delay_min_us: smallest RTT excess over the set's lowest that skips.
- * @loss_retire: losses within an epoch that retire an entropy.
+ * @loss_retire: losses in a row, with no ACK triggered through the entropy
+ *	between them, that retire it (it looks dead).
+ * @loss_shed: losses above the set's average at which an entropy's every
+ *	turn is passed over; below, a turn is passed over with probability
+ *	excess / @loss_shed (a lossy path keeps a share that shrinks with its
+ *	loss rate).  At or above, the entropy is retired.
+ * @loss_sum: sum of the entries' @losses.
  * @ce_retire: CE echoes within an epoch that retire an entropy.
  * @epoch_pkts: an entropy's packets per epoch (its evidence halves after).
  * @balance_rounds: rounds (of @n picks) per balance window; 0: no
@@ -602,7 +611,7 @@ struct mrc_path_ent {
  * @wpicks: picks in the current balance window.
  * @quiet_windows: balance windows since the last redraw for balance.
  * @rtt_n: how many have one.
- * @switches: picks that passed over an entropy being skipped.
+ * @switches: picks that passed over an entropy being skipped or shed.
  * @retired: entropies replaced with a fresh port.
  * @ce_echoes: CE-marked ACK triggers seen.
  * @delay_skips: entropies skipped for standing above the lowest RTT.
@@ -622,6 +631,8 @@ struct mrc_path {
 	u32 skip_us;
 	u32 delay_min_us;
 	u32 loss_retire;
+	u32 loss_shed;
+	u32 loss_sum;
 	u32 ce_retire;
 	u32 epoch_pkts;
 	u32 balance_rounds;

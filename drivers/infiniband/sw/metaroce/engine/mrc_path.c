@@ -9,13 +9,17 @@
  *   smoothed RTT stands well above the least delayed one's, is skipped
  *   for a while (skip_us); the others keep carrying traffic ("mining"
  *   the clean ones).
- * - Losses are charged to the entropy the lost packet went out on.  An
- *   entropy with loss_retire losses (or ce_retire marks) within its last
- *   epoch_pkts packets, at least MRC_PATH_OUTLIER times the set's average
- *   (reordering and random loss hit all alike), is retired: it gets a
- *   fresh random port, i.e. a fresh draw of the ECMP hash.  That fresh draw is also how a failed
- *   path is probed again later: a new port that hashes onto it is judged
- *   like any other and kept only if it stays clean.
+ * - Losses are charged to the entropy the lost packet went out on.  One
+ *   with more than the set's average (reordering and random loss hit all
+ *   alike) loses a share of its turns in proportion to the excess: a
+ *   lossy path still carries what it can, less than a clean one.  An
+ *   entropy that looks dead (loss_retire losses in a row with no ACK
+ *   through it, at least MRC_PATH_OUTLIER times the set's average), or
+ *   whose excess sheds every turn, or with ce_retire marks within its
+ *   last epoch_pkts packets, is retired: it gets a fresh random port,
+ *   i.e. a fresh draw of the ECMP hash.  That fresh draw is also how a
+ *   failed path is probed again later: a new port that hashes onto it is
+ *   judged like any other and kept only if it stays clean.
  *
  * Rounds visit every usable entropy once, starting at a random offset so
  * that coalesced ACKs (one per ack_every packets) sample every entropy,
@@ -89,6 +93,7 @@ void mrc_path_init(struct mrc_path *p, struct mrc_path_ent *ents, u32 n,
 	p->skip_us = MRC_PATH_SKIP_US;
 	p->delay_min_us = MRC_PATH_DELAY_MIN_US;
 	p->loss_retire = MRC_PATH_LOSS_RETIRE;
+	p->loss_shed = MRC_PATH_LOSS_SHED;
 	p->ce_retire = MRC_PATH_CE_RETIRE;
 	p->epoch_pkts = MRC_PATH_EPOCH_PKTS;
 	p->balance_rounds = aware ? MRC_PATH_BALANCE_ROUNDS : 0;
@@ -121,6 +126,7 @@ static void mrc_path_retire(struct mrc_path *p, struct mrc_path_ent *e)
 {
 	if (e->rtt && p->rtt_n)
 		p->rtt_n--;
+	p->loss_sum -= e->losses;
 	mrc_path_ent_reset(e, mrc_path_fresh_port(p));
 	e->wfresh = true;	/* not judged on a partial balance window */
 	p->retired++;
@@ -206,11 +212,38 @@ static void mrc_path_count(struct mrc_path *p, struct mrc_path_ent *e,
 	if (++e->sent >= p->epoch_pkts) {
 		/* an epoch of this entropy's packets: old evidence fades */
 		e->sent = 0;
+		p->loss_sum -= e->losses - (e->losses >> 1);
 		e->losses >>= 1;
 		e->ce >>= 1;
 	}
 	e->pkts++;
 	p->last = (u32)(e - p->ents);
+}
+
+/*
+ * @e's losses over the set's average, times n (0: none).  Random loss and
+ * reordering charge every entropy alike; only a worse path has an excess.
+ */
+static u32 mrc_path_loss_excess(const struct mrc_path *p,
+				const struct mrc_path_ent *e)
+{
+	u64 mine = (u64)e->losses * p->n;
+
+	if (mine <= p->loss_sum)
+		return 0;
+	mine -= p->loss_sum;
+	return mine > MRC_U32_MAX ? MRC_U32_MAX : (u32)mine;
+}
+
+/* pass over @e's turn this time, in proportion to its excess losses */
+static bool mrc_path_shed(struct mrc_path *p, const struct mrc_path_ent *e)
+{
+	u32 x;
+
+	if (!p->aware || !e->losses || !p->loss_shed)
+		return false;
+	x = mrc_path_loss_excess(p, e);
+	return x && mrc_path_rand(p) % (p->loss_shed * p->n) < x;
 }
 
 u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid)
@@ -223,7 +256,7 @@ u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid)
 		struct mrc_path_ent *c = mrc_path_step(p);
 
 		if ((c->port == avoid && p->n > 1) ||
-		    !mrc_path_usable(p, c, now))
+		    !mrc_path_usable(p, c, now) || mrc_path_shed(p, c))
 			continue;
 		e = c;
 		break;
@@ -306,8 +339,12 @@ static bool mrc_path_outlier(const struct mrc_path *p,
 	u64 sum = 0;
 	u32 i, mine = ce ? e->ce : e->losses;
 
-	for (i = 0; i < p->n; i++)
-		sum += ce ? p->ents[i].ce : p->ents[i].losses;
+	if (ce) {
+		for (i = 0; i < p->n; i++)
+			sum += p->ents[i].ce;
+	} else {
+		sum = p->loss_sum;
+	}
 	return (u64)mine * p->n >= MRC_PATH_OUTLIER * sum;
 }
 
@@ -329,6 +366,7 @@ void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 
 	if (!e)
 		return;		/* retired since, or not ours */
+	e->run = 0;		/* something got through it */
 	if (ce) {
 		p->ce_echoes++;
 		if (!p->aware)
@@ -383,7 +421,15 @@ void mrc_path_on_loss(struct mrc_path *p, u16 port, u32 now)
 	p->losses++;
 	if (!p->aware)
 		return;
-	if (++e->losses >= p->loss_retire && mrc_path_outlier(p, e, false)) {
+	e->losses++;
+	p->loss_sum++;
+	/*
+	 * Dead: losses in a row and nothing through it between.  Shed on
+	 * every turn: it would never send again, so its record would never
+	 * fade.  Either way a fresh draw replaces it.
+	 */
+	if ((++e->run >= p->loss_retire && mrc_path_outlier(p, e, false)) ||
+	    mrc_path_loss_excess(p, e) >= p->loss_shed * p->n) {
 		mrc_path_retire(p, e);
 		return;
 	}

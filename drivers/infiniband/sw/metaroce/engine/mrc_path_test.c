@@ -141,7 +141,10 @@ static void mrc_path_unaware_ignores(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, pt_count(&p, port, 40, 0), 10u);
 }
 
-/* losses retire an entropy: it gets a fresh port, the others stay */
+/*
+ * Losses in a row with nothing through the entropy between retire it (it
+ * looks dead): it gets a fresh port, the others stay.
+ */
 static void mrc_path_loss_retires(struct kunit *test)
 {
 	struct mrc_path_ent ents[4];
@@ -152,11 +155,15 @@ static void mrc_path_loss_retires(struct kunit *test)
 	mrc_path_init(&p, ents, 4, 3, true);
 	for (i = 0; i < 4; i++)
 		before[i] = ents[i].port;
-	mrc_path_on_loss(&p, before[1], 0);
-	KUNIT_EXPECT_EQ(test, p.retired, 0u);
-	KUNIT_EXPECT_TRUE(test, ents[1].skipping);
+	for (i = 1; i < MRC_PATH_LOSS_RETIRE; i++) {
+		mrc_path_on_loss(&p, before[1], 0);
+		KUNIT_EXPECT_EQ(test, p.retired, 0u);
+		KUNIT_EXPECT_TRUE(test, ents[1].skipping);
+	}
+	KUNIT_EXPECT_EQ(test, p.loss_sum, MRC_PATH_LOSS_RETIRE - 1);
 	mrc_path_on_loss(&p, before[1], 0);
 	KUNIT_EXPECT_EQ(test, p.retired, 1u);
+	KUNIT_EXPECT_EQ(test, p.loss_sum, 0u);
 	KUNIT_EXPECT_NE(test, ents[1].port, before[1]);
 	KUNIT_EXPECT_FALSE(test, ents[1].skipping);
 	KUNIT_EXPECT_EQ(test, ents[1].losses, 0u);
@@ -238,8 +245,8 @@ static void mrc_path_delay_skip(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, ents[3].skipping);
 	KUNIT_EXPECT_EQ(test, pt_count(&p, ents[3].port, 30, 10), 0u);
 	/* RTT bookkeeping survives a retire */
-	mrc_path_on_loss(&p, ents[3].port, 0);
-	mrc_path_on_loss(&p, ents[3].port, 0);
+	for (k = 0; k < MRC_PATH_LOSS_RETIRE; k++)
+		mrc_path_on_loss(&p, ents[3].port, 0);
 	KUNIT_EXPECT_EQ(test, p.rtt_n, 3u);
 	KUNIT_EXPECT_EQ(test, ents[3].rtt, 0u);
 }
@@ -566,6 +573,64 @@ static void mrc_path_lone_unaware_stays(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, p.wpicks, 0u);
 }
 
+/* the sum of the entries' loss counts, as the set keeps it */
+static u32 pt_loss_sum(const struct mrc_path *p)
+{
+	u32 i, sum = 0;
+
+	for (i = 0; i < p->n; i++)
+		sum += p->ents[i].losses;
+	return sum;
+}
+
+/*
+ * A path that loses 1 packet in 16 but delivers the rest is not retired
+ * for it (ACKs come through it between the losses): its turns are shed
+ * in proportion to its excess over the set, so it keeps a smaller share.
+ * Entries 0..3 are that path; every packet delivered triggers an ACK.
+ */
+static void mrc_path_lossy_keeps_share(struct kunit *test)
+{
+	struct mrc_path_ent ents[PT_N];
+	u32 i, k, now = 0, nl[4] = {}, on_lossy = 0, picks = 0;
+	u16 lossy[4];
+	struct mrc_path p;
+
+	mrc_path_init(&p, ents, PT_N, 31337, true);
+	p.balance_rounds = 0;		/* the shares come from the shedding */
+	for (i = 0; i < 4; i++)
+		lossy[i] = ents[i].port;
+	for (k = 0; k < 40000; k++) {
+		u16 port = mrc_path_pick(&p, now, 0);
+		bool bad = false, lost = false;
+
+		now += 10;
+		for (i = 0; i < 4; i++) {
+			if (port == lossy[i]) {
+				bad = true;
+				lost = ++nl[i] % 16 == 0;
+			}
+		}
+		if (k >= 20000) {
+			picks++;
+			on_lossy += bad;
+		}
+		if (lost)
+			mrc_path_on_loss(&p, port, now);
+		else
+			mrc_path_on_ack(&p, port, false, 100, now);
+	}
+	KUNIT_EXPECT_EQ(test, p.loss_sum, pt_loss_sum(&p));
+	KUNIT_EXPECT_GT(test, p.losses, 0ull);
+	/* not retired: still the same four ports */
+	for (i = 0; i < 4; i++)
+		KUNIT_EXPECT_EQ(test, ents[i].port, lossy[i]);
+	KUNIT_EXPECT_EQ(test, p.retired, 0ull);
+	/* 4 of 16 entries: 25 % even; shed to well under, not to nothing */
+	KUNIT_EXPECT_LT(test, on_lossy * 100, picks * 21);
+	KUNIT_EXPECT_GT(test, on_lossy * 100, picks * 8);
+}
+
 /* losses spread evenly (reordering, random loss) retire nothing */
 static void mrc_path_even_losses_keep(struct kunit *test)
 {
@@ -588,6 +653,7 @@ static void mrc_path_even_losses_keep(struct kunit *test)
 
 static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_even_losses_keep),
+	KUNIT_CASE(mrc_path_lossy_keeps_share),
 	KUNIT_CASE(mrc_path_init_distinct_ports),
 	KUNIT_CASE(mrc_path_round_robin_even),
 	KUNIT_CASE(mrc_path_acks_sample_all),
