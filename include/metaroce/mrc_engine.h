@@ -314,6 +314,11 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 
 /**
  * mrc_tx_resp() - a READ response segment or atomic response for @psn.
+ * @tx: the sender.
+ * @psn: the request PSN the response answers.
+ * @now: time in microseconds.
+ * @r: out: what the response delivered.
+ *
  * Return: 0, 1 if it was a duplicate, -EINVAL if @psn is not outstanding
  * or not a NEED_RESP slot.
  */
@@ -322,6 +327,9 @@ int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r);
 /**
  * mrc_tx_detect_loss() - RACK: mark outstanding PSNs lost that were sent
  * before the latest delivered one and have waited rack_rtt + reo_wnd.
+ * @tx: the sender.
+ * @now: time in microseconds.
+ *
  * Reordering within that window is tolerated; duplicate ACKs are not
  * counted.  Return: number of PSNs newly marked lost.
  */
@@ -330,6 +338,9 @@ u32 mrc_tx_detect_loss(struct mrc_tx *tx, u32 now);
 /**
  * mrc_tx_mark_lost() - declare @psn lost (RNR wait over, tail-loss probe,
  * RTO), so the next retransmission pass resends it.
+ * @tx: the sender.
+ * @psn: the PSN.
+ *
  * Return: true if it was outstanding, undelivered and not yet marked.
  */
 bool mrc_tx_mark_lost(struct mrc_tx *tx, u32 psn);
@@ -414,6 +425,10 @@ void mrc_rx_init(struct mrc_rx *rx, u64 *map, u32 nbits, u32 epsn);
 
 /**
  * mrc_rx_accept() - record arrival of [@psn, @psn + @n).
+ * @rx: the receiver's PSN space.
+ * @psn: first PSN of the packet.
+ * @n: PSNs it covers (1 for a request packet).
+ *
  * Return: the verdict; on MRC_RX_NEW the range is marked and rx->nxt moved
  * over every contiguous received PSN.
  */
@@ -424,7 +439,12 @@ bool mrc_rx_has(const struct mrc_rx *rx, u32 psn);
 
 /**
  * mrc_rx_sack() - encode the SACK words for an ACK whose cumulative PSN is
- * rx->nxt.  Return: words used (trailing zero words dropped), <= @max.
+ * rx->nxt.
+ * @rx: the receiver's PSN space.
+ * @words: out: the SACK words.
+ * @max: room in @words.
+ *
+ * Return: words used (trailing zero words dropped), <= @max.
  */
 u32 mrc_rx_sack(const struct mrc_rx *rx, u64 *words, u32 max);
 
@@ -796,6 +816,9 @@ u32 mrc_credit_grant(const struct mrc_credit *c);
 
 /**
  * struct mrc_region - what a key grants: [iova, iova + length) with access.
+ * @iova: first address.
+ * @length: bytes.
+ * @access: MRC_ACC_* rights.
  */
 struct mrc_region {
 	u64 iova;
@@ -805,6 +828,11 @@ struct mrc_region {
 
 /**
  * mrc_region_check() - may [@va, @va + @len) be accessed with @need?
+ * @r: the region.
+ * @va: first address.
+ * @len: bytes.
+ * @need: MRC_ACC_* rights wanted.
+ *
  * Return: 0; -EACCES if @need is not granted; -ERANGE if the range is
  * outside the region or @va + @len overflows.  @len == 0 is always 0.
  */
@@ -828,6 +856,10 @@ u32 mrc_region_chunk(const struct mrc_region *r, u32 page_off, u32 shift,
 /**
  * mrc_seg_count() - packets for @len bytes at segment size 1 << @shift
  * (a zero-length message still takes one packet).
+ * @len: message length in bytes.
+ * @shift: log2 of the segment size.
+ *
+ * Return: the packet count.
  */
 static inline u32 mrc_seg_count(u32 len, u8 shift)
 {

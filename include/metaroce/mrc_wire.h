@@ -139,11 +139,29 @@ enum mrc_syndrome {
 
 /**
  * struct mrc_pkt - a decoded header (host order).
+ * @opcode: the packet type, enum mrc_opcode.
+ * @flags: MRC_F_* bits of the base header.
+ * @pmtu_shift: log2 of the message's segment size (the sender's MTU).
+ * @hdr_len: header length in bytes, extension included.
+ * @pay_len: payload bytes after the header.
+ * @dqpn: destination QP number (24 bits).
+ * @sqpn: source QP number (24 bits).
+ * @psn: packet sequence number; for an ACK the cumulative ACK.
+ * @tsval: sender's timestamp in microseconds, echoed in ACKs.
+ * @req: SEND/WRITE/READ request extension: remote address and key,
+ *	message length, offset of this packet in the message, receive
+ *	message sequence number (RMSN) and immediate data.
+ * @atomic: atomic request extension: address, key and operands.
+ * @rresp: READ response extension: offset and message length.
+ * @aresp: atomic response extension: the original value.
+ * @ud: UD extension: Q_Key and immediate data.
+ * @ack: ACK extension: syndrome, SACK word count, RNR timer, ACK flags,
+ *	NAK PSN, echoed timestamp, time the ACK was held, CE count, entropy
+ *	echo, credit and the SACK words.
  *
- * @hdr_len is in bytes.  Only the extension that belongs to @opcode is
- * valid.  For an ACK, @psn is the cumulative ACK: every PSN before it was
- * received.  SACK bit b of word w (bit 0 = least significant) reports
- * PSN psn + 1 + 64 * w + b.
+ * Only the extension that belongs to @opcode is valid.  For an ACK, @psn
+ * is the cumulative ACK: every PSN before it was received.  SACK bit b of
+ * word w (bit 0 = least significant) reports PSN psn + 1 + 64 * w + b.
  */
 struct mrc_pkt {
 	u8 opcode;
@@ -200,6 +218,23 @@ struct mrc_pkt {
 /**
  * enum mrc_drop - why a received packet was dropped.  Wire-level reasons
  * come from mrc_wire_parse(); the rest from the receive engine.
+ * @MRC_DROP_NONE: not dropped.
+ * @MRC_DROP_TRUNCATED: shorter than its headers.
+ * @MRC_DROP_BAD_VERSION: unknown protocol version.
+ * @MRC_DROP_BAD_OPCODE: unknown opcode.
+ * @MRC_DROP_BAD_HDR_LEN: hdr_words disagrees with the opcode.
+ * @MRC_DROP_BAD_PAY_LEN: pay_len disagrees with the datagram or opcode.
+ * @MRC_DROP_BAD_FIELD: reserved bits set, bad flags, QPN over 24 bits.
+ * @MRC_DROP_BAD_PMTU: segment size out of range.
+ * @MRC_DROP_BAD_LENGTH: offset or length out of range, or overflowing.
+ * @MRC_DROP_BAD_SACK: SACK word count out of range.
+ * @MRC_DROP_NO_QP: unknown destination QPN.
+ * @MRC_DROP_BAD_SRC: source address or QPN not the QP's peer.
+ * @MRC_DROP_BAD_STATE: QP not in a state to take this packet.
+ * @MRC_DROP_OUT_OF_WINDOW: PSN beyond the receive window.
+ * @MRC_DROP_BAD_ACK: ACK for PSNs never sent.
+ * @MRC_DROP_NO_RESOURCE: a resource ran out (response queue).
+ * @MRC_DROP_NR: number of reasons.
  */
 enum mrc_drop {
 	MRC_DROP_NONE = 0,

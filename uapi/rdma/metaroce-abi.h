@@ -29,7 +29,9 @@
 /**
  * struct metaroce_ring - header at offset 0 of every mmap'd ring.
  * @prod: producer index, free running (wraps at 2^32).
+ * @pad0: keeps @cons off @prod's cache line (zero).
  * @cons: consumer index, free running.
+ * @pad1: pads the header to two cache lines (zero).
  *
  * Slots start at METAROCE_RING_HDR_SIZE; slot i lives at index
  * (i & (depth - 1)).  Producer and consumer sit on separate cache lines.
@@ -251,6 +253,7 @@ struct metaroce_alloc_pd_resp {
  * @mmap_size: bytes to map (header plus slots).
  * @depth: number of slots (power of two, >= the requested cqe + 1).
  * @cqn: CQ number, for diagnostics.
+ * @reserved: zero.
  */
 struct metaroce_create_cq_resp {
 	__aligned_u64 mmap_offset;
