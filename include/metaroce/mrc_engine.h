@@ -622,7 +622,8 @@ struct mrc_path_ent {
  * @loss_shed: losses above the set's average at which an entropy's every
  *	turn is passed over; below, a turn is passed over with probability
  *	excess / @loss_shed (a lossy path keeps a share that shrinks with its
- *	loss rate).  At or above, the entropy is retired.
+ *	loss rate).  At or above, the entropy is retired.  0: no shedding
+ *	(and no retirement for excess).
  * @loss_sum: sum of the entries' @losses.
  * @ce_retire: CE echoes within an epoch that retire an entropy.
  * @epoch_pkts: an entropy's packets per epoch (its evidence halves after).

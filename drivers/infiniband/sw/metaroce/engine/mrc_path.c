@@ -429,7 +429,8 @@ void mrc_path_on_loss(struct mrc_path *p, u16 port, u32 now)
 	 * fade.  Either way a fresh draw replaces it.
 	 */
 	if ((++e->run >= p->loss_retire && mrc_path_outlier(p, e, false)) ||
-	    mrc_path_loss_excess(p, e) >= p->loss_shed * p->n) {
+	    (p->loss_shed &&
+	     mrc_path_loss_excess(p, e) >= p->loss_shed * p->n)) {
 		mrc_path_retire(p, e);
 		return;
 	}
