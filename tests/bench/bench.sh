@@ -86,6 +86,12 @@
 #   METAROCE_BENCH_INCAST_DUR  incast run length in s (default 20, quick 12;
 #                              a third at each end is left out)
 #   METAROCE_BENCH_INCAST_N    sender counts (default 2,4,8)
+#   METAROCE_BENCH_INCAST_NICE clients' nice level (default 10)
+#   METAROCE_BENCH_INCAST_PIN=1  client i pinned to CPU i % 2
+#   METAROCE_BENCH_PROF_TOP / _DUR  prof scenario: functions kept (40),
+#                              ib_write_bw seconds (3)
+#   METAROCE_BENCH_INCAST_VARIANTS  subset of full,nocc,nocred,rxe (default
+#                              all; rxe also needs it in the providers)
 #   MRC_PARAMS                 rdma_metaroce module parameters (modprobe)
 set -uo pipefail
 BENCH_DIR=$(cd "${BASH_SOURCE[0]%/*}" && pwd -P)
@@ -124,6 +130,8 @@ MP_FAIL=${METAROCE_BENCH_MP_FAIL:-blackhole} MP_LOSS=${METAROCE_BENCH_MP_LOSS:-5
 # apart): a third of the run at each end is left out, so that every flow's
 # window sees all flows running (report.py checks the start spread)
 INC_MARGIN=$((INC_DUR / 3)) INC_NS=${METAROCE_BENCH_INCAST_N:-2,4,8} INC_IVAL_US=50000
+INC_VARIANTS=${METAROCE_BENCH_INCAST_VARIANTS:-full,nocc,nocred,rxe}
+INC_NICE=${METAROCE_BENCH_INCAST_NICE:-10}
 INC_WIN=$((INC_DUR - 2 * INC_MARGIN))
 GEMODEL=${METAROCE_BENCH_GEMODEL:-0.2,20}
 LAT_PIN=--pin
@@ -329,6 +337,94 @@ scen_lat() {
 cyc_us() {
 	[[ ${1:-} =~ ^[0-9]+ ]] && [ -n "$TSC_MHZ" ] || { echo '?'; return; }
 	echo $((${BASH_REMATCH[0]} / ${TSC_MHZ%%.*}))
+}
+
+# --- opt-in scenario: where the guest kernel's time goes -----------------------------------
+# Not in the default list (tracing slows everything it watches). Per
+# provider: an unshaped ib_write_bw (PROF_DUR s) and an ib_write_lat, each
+# under the function_graph tracer restricted to the provider's module and
+# the network and timer functions both use (Debian's kernel has no
+# function profiler; sampling profilers get ~20 samples a run in a TCG
+# guest). funcgraph-tail names every closing brace, so each traced
+# function's duration (its callees included) is summed per name. The
+# record keeps the PROF_TOP functions by total time, with their hits, and
+# the events the ring buffer lost (overrun).
+PROF_TOP=${METAROCE_BENCH_PROF_TOP:-40}
+PROF_DUR=${METAROCE_BENCH_PROF_DUR:-3}
+PROF_NET='udp_tunnel_xmit_skb ip_route_output_key_hash ip_local_out __alloc_skb kfree_skb_reason consume_skb skb_copy_bits __udp4_lib_rcv udp_queue_rcv_one_skb netif_rx __netif_receive_skb veth_xmit process_backlog hrtimer_start_range_ns hrtimer_try_to_cancel ib_uverbs_write ib_uverbs_post_send ib_uverbs_poll_cq memcpy'
+TRACEFS=/sys/kernel/tracing
+prof_start() {
+	local mod=$1 f
+	[ -e "$TRACEFS/current_tracer" ] || mount -t tracefs nodev "$TRACEFS" 2>/dev/null
+	echo nop >"$TRACEFS/current_tracer" || return 1
+	: >"$TRACEFS/set_ftrace_filter"
+	echo ":mod:$mod" >>"$TRACEFS/set_ftrace_filter" || return 1
+	for f in $PROF_NET; do echo "$f" >>"$TRACEFS/set_ftrace_filter" 2>/dev/null; done
+	echo 32768 >"$TRACEFS/buffer_size_kb"
+	echo 1 >"$TRACEFS/options/funcgraph-tail"
+	echo 0 >"$TRACEFS/options/funcgraph-irqs" 2>/dev/null
+	: >"$TRACEFS/trace"
+	echo function_graph >"$TRACEFS/current_tracer"
+	echo 1 >"$TRACEFS/tracing_on"
+}
+# prof_stop: JSON {"overrun":N,"top":[[name, hits, total us, us per hit]...]}
+prof_stop() {
+	local over=0 f v
+	echo 0 >"$TRACEFS/tracing_on"
+	while read -r f v; do
+		[ "$f" = overrun: ] && over=$((over + v))
+	done < <(cat "$TRACEFS"/per_cpu/cpu*/stats 2>/dev/null)
+	printf '{"overrun":%d,"top":' "$over"
+	awk -v top="$PROF_TOP" '
+		# " 1)   2.345 us    |  mrc_x();"  or  " 1) + 12.3 us | } /* mrc_x */"
+		{
+			if (!match($0, /[0-9.]+ us +\|/)) next
+			gsub(/ \[[A-Za-z0-9_]+\]/, "")	# drop the [module] suffix
+			d = substr($0, RSTART, RLENGTH); sub(/ us.*/, "", d)
+			name = ""
+			if (match($0, /\/\* [A-Za-z0-9_.]+ \*\//)) name = substr($0, RSTART + 3, RLENGTH - 6)
+			else if (match($0, /[A-Za-z0-9_.]+\(\);/)) name = substr($0, RSTART, RLENGTH - 3)
+			if (name == "") next
+			hit[name]++; t[name] += d
+		}
+		END {
+			n = 0
+			for (f in t) { o[++n] = f }
+			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+				if (t[o[j]] > t[o[i]]) { x = o[i]; o[i] = o[j]; o[j] = x }
+			printf "["
+			for (i = 1; i <= n && i <= top; i++)
+				printf "%s[\"%s\",%d,%.1f,%.2f]", (i > 1 ? "," : ""), o[i], hit[o[i]], t[o[i]], t[o[i]] / hit[o[i]]
+			printf "]"
+		}' "$TRACEFS/trace"
+	printf '}'
+	echo nop >"$TRACEFS/current_tracer"
+	: >"$TRACEFS/set_ftrace_filter"
+	: >"$TRACEFS/trace"
+}
+scen_prof() {
+	local prov mod tool iters gp top
+	bench_topo 9000 || return
+	for prov in "${PROVS[@]}"; do
+		bench_prov "$prov" || continue
+		bench_shape 0 0 - -
+		mod=rdma_metaroce
+		[ "$prov" = rxe ] && mod=rdma_rxe
+		for tool in ib_write_bw ib_write_lat; do
+			say "prof: $tool under the function profiler, $prov"
+			prof_start "$mod" || { echo "bench: no function profiler" >&2; return 1; }
+			if [ "$tool" = ib_write_bw ]; then
+				perf_try /tmp/bench_prof $((PROF_DUR + 90)) ib_write_bw -F -s $SIZE -Q 1 -D "$PROF_DUR" -f 1
+			else
+				perf_try /tmp/bench_prof 120 $LAT_PIN ib_write_lat -F -C -n "$LAT_N"
+			fi
+			top=$(prof_stop)
+			iters=''
+			read -r _ iters _ <<<"$P_LINE"
+			bench_record "\"scen\":\"prof\",\"prov\":\"$prov\",\"tool\":\"$tool\",\"iters\":$(jnum "$iters"),\"dur_s\":$PROF_DUR,\"profile\":${top:-null},$(run_fields)"
+			printf '  %-8s %s: %s iterations\n' "$prov" "$tool" "${iters:-?}"
+		done
+	done
 }
 
 # --- scenario 4: recovery after an outage --------------------------------------------------
@@ -565,11 +661,12 @@ inc_run() {
 		if [ "$prov" = rxe ]; then
 			rcvdev=$RC_RXE_R dev=$RC_RXE_S$i
 			srv=(ib_write_bw -d "$rcvdev" -x "$INCAST_RXE_GID_R")
-			cli=(nice -n 10 ib_write_bw -d "$dev" -x "${INCAST_RXE_GID[i]}")
+			cli=(nice -n "$INC_NICE" ib_write_bw -d "$dev" -x "${INCAST_RXE_GID[i]}")
 		else
 			rcvdev=$RC_DEV_R dev=$RC_DEV_S$i
 			srv=(ip netns exec "$ns_r" ib_write_bw -d "$rcvdev" -x "$INCAST_GID_R")
-			cli=(ip netns exec "$INCAST_SND$i" nice -n 10 ib_write_bw -d "$dev" -x "${INCAST_GID[i]}")
+			cli=(ip netns exec "$INCAST_SND$i" nice -n "$INC_NICE" ib_write_bw -d "$dev" -x "${INCAST_GID[i]}")
+			[ "${METAROCE_BENCH_INCAST_PIN:-0}" = 1 ] && cli=(taskset -c $((i % 2)) "${cli[@]}")
 		fi
 		srv+=(-F -s "$SIZE" -Q 1 -D "$INC_DUR" -f "$INC_MARGIN" -p $((18600 + i)))
 		cli+=(-F -s "$SIZE" -Q 1 -D "$INC_DUR" -f "$INC_MARGIN" -p $((18600 + i)) "$ctrl")
@@ -622,6 +719,24 @@ inc_run() {
 		fi
 	done
 	for k in "${!sa[@]}"; do cs+="${cs:+,}\"$k\":${sa[$k]}"; done
+	# each sender's own figures, to tell which one ran ahead and why
+	local each='' one
+	if [ "$prov" = metaroce ]; then
+		for ((i = 1; i <= n; i++)); do
+			one=''
+			for name in tx_packets retransmitted_packets rto_events spurious_rtos \
+				tail_loss_probes rack_losses cc_window_cuts window_cuts_ecn \
+				window_cut_undos ecn_echoes_received credit_waits pacing_waits path_switches \
+				path_delay_skips entropies_retired; do
+				k=$RC_DEV_S$i:$name
+				one+="${one:+,}\"$name\":$((${c1[$k]:-0} - ${c0[$k]:-0}))"
+			done
+			for name in rtt_min_us rtt_smoothed_us; do
+				one+=",\"$name\":$(jnum "${c1[$RC_DEV_S$i:$name]:-}")"
+			done
+			each+="${each:+,}{$one}"
+		done
+	fi
 	# the senders' lowest RTT sample (metaroce gauge, microseconds)
 	local rmin=''
 	if [ "$prov" = metaroce ]; then
@@ -631,7 +746,7 @@ inc_run() {
 			[ -n "$rmin" ] && [ "$rmin" -le "$k" ] || rmin=$k
 		done
 	fi
-	bench_record "\"scen\":\"incast\",\"prov\":\"$prov\",\"variant\":\"$v\",\"n\":$n,\"rate_mbit\":100,\"ce_ms\":2,\"mtu\":9000,\"size\":$SIZE,\"dur_s\":$INC_DUR,\"margin_s\":$INC_MARGIN,\"window_s\":$INC_WIN,\"ok_flows\":$ok,\"flows\":[$flows],\"rtt_min_us\":$(jnum "$rmin"),\"counters\":{\"senders\":{$cs},\"receiver\":{$cr}},\"cols\":[\"port_tx\"$scols,\"cpu_busy\",\"cpu_idle\",\"backlog_bytes\",\"backlog_pkts\",\"sent_bytes\",\"dropped\",\"ce_mark\"],\"samples\":$BENCH_SAMP_JSON,\"wall_s\":$(since "$ts")"
+	bench_record "\"scen\":\"incast\",\"prov\":\"$prov\",\"variant\":\"$v\",\"n\":$n,\"rate_mbit\":100,\"ce_ms\":2,\"mtu\":9000,\"size\":$SIZE,\"dur_s\":$INC_DUR,\"margin_s\":$INC_MARGIN,\"window_s\":$INC_WIN,\"ok_flows\":$ok,\"flows\":[$flows],\"rtt_min_us\":$(jnum "$rmin"),\"counters\":{\"senders\":{$cs},\"receiver\":{$cr},\"each_sender\":[$each]},\"cols\":[\"port_tx\"$scols,\"cpu_busy\",\"cpu_idle\",\"backlog_bytes\",\"backlog_pkts\",\"sent_bytes\",\"dropped\",\"ce_mark\"],\"samples\":$BENCH_SAMP_JSON,\"wall_s\":$(since "$ts")"
 	printf '  %-8s %-7s N=%d: %s Mbit/s in all (%d of %d flows with a result, %ss)\n' "$prov" "$v" "$n" "$(mbps "$sum" "$INC_WIN")" "$ok" "$n" "$(since "$ts")"
 }
 
@@ -671,7 +786,7 @@ scen_incast() {
 	inc_topo || return
 	inc_ping
 	for n in ${INC_NS//,/ }; do
-		for v in full nocc nocred rxe; do
+		for v in ${INC_VARIANTS//,/ }; do
 			say "incast: $n -> 1 through 100 Mbit/s (CE above 2 ms), $v"
 			inc_run "$n" "$v"
 		done

@@ -850,7 +850,7 @@ def cmd_render(args):
     if by("incast"):
         summary["incast"] = summarize_incast(by("incast"), by("incast_ping"))
         rows += incast_rows(summary["incast"])
-    known = {"loss", "eff", "lat", "recov", "mp", "incast", "incast_ping"}
+    known = {"loss", "eff", "lat", "recov", "mp", "incast", "incast_ping", "prof"}
     other = sorted({r.get("scen") for r in runs} - known)
     targets = [r for r in rows if r[4] != "-"]
     summary["targets"] = {"total": len(targets), "pass": sum(1 for r in targets if "pass" in r[5]),
@@ -971,6 +971,23 @@ def cmd_render(args):
                            incast_details(inc)))
         md += ["", "Goodput at 1 % random loss on an uncongested link (>= 0.95 of lossless in issue 7) is the "
                "loss scenario's \"1 % on data\" row, not repeated here."]
+    if by("prof"):
+        md += ["", "## Function profile (prof)", "",
+               "function_graph tracer restricted to the provider's module and shared network and timer "
+               "functions; a function's time includes its traced and untraced callees. Tracing slows every "
+               "call it records, so compare the providers, not absolute times. Time in microseconds over "
+               "both vCPUs; per iteration = time / perftest iterations; events lost to a full ring buffer "
+               "are counted as overrun.", ""]
+        for r in by("prof"):
+            its = r.get("iters") or 0
+            prof = r.get("profile") or {}
+            md += [f"### {r.get('prov')}, {r.get('tool')} ({its or '?'} iterations, "
+                   f"{prof.get('overrun', '?')} events overrun)", ""]
+            md.append(md_table(["function", "hits", "time us", "us per hit", "hits per iteration",
+                                "us per iteration"],
+                               [[f, h, fmt(t, 0), fmt(a, 2), fmt(h / its, 2) if its else "n/a",
+                                 fmt(t / its, 2) if its else "n/a"] for f, h, t, a in prof.get("top") or []]))
+            md.append("")
     retried = [r for r in runs if r.get("attempts", 1) > 1 or r.get("error")]
     if retried:
         md += ["", "## Failed attempts", "",
