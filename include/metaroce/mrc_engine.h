@@ -450,7 +450,7 @@ u32 mrc_rx_sack(const struct mrc_rx *rx, u64 *words, u32 max);
 
 /* ---- ACK coalescing ---- */
 
-#define MRC_ACKC_OOO		0x01	/* arrival beyond a hole or filling one */
+#define MRC_ACKC_FILL		0x01	/* arrival filling the hole at nxt */
 #define MRC_ACKC_ACKREQ		0x02	/* sender asked for an ACK */
 #define MRC_ACKC_DUP		0x04	/* duplicate: ACK soon so the sender stops */
 #define MRC_ACKC_CE		0x08	/* CE marked */

@@ -760,9 +760,15 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 		mrc_stat_add(mdev, MRC_ST_OOO_PKTS, qp->rx.ooo - ooo);
 	if (qp->rx.holes != holes)
 		mrc_stat_add(mdev, MRC_ST_SACK_HOLES, qp->rx.holes - holes);
-	/* beyond a hole, or filling one: tell the sender at once */
-	if (p->psn != old_nxt || qp->rx.nxt - old_nxt != n)
-		flags |= MRC_ACKC_OOO;
+	/*
+	 * Filling the hole at nxt moves the cumulative ACK: tell the sender
+	 * at once.  An arrival beyond a hole is coalesced like any other:
+	 * the sender's loss detection is timed (RACK), and sprayed packets
+	 * arrive a little out of order all the time (an immediate ACK for
+	 * each doubled the ACK rate of a single unshaped QP).
+	 */
+	if (p->psn == old_nxt && qp->rx.nxt - old_nxt != n)
+		flags |= MRC_ACKC_FILL;
 
 	mrc_resp_complete(qp);
 	if (mrc_rd_schedule(qp))

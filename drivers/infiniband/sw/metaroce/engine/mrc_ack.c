@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ACK coalescing.  An ACK goes out at once for an arrival that is out of
- * order or fills a hole, a duplicate, a packet with ACKREQ, when the CE
+ * ACK coalescing.  An ACK goes out at once for an arrival that fills the
+ * hole at the cumulative ACK, a duplicate, a packet with ACKREQ, when the CE
  * state of arrivals flips (as DCTCP does: the CE count then reaches the
  * sender within one RTT), after @every unacknowledged packets, or when the
  * oldest unacknowledged one has waited @delay us; otherwise the caller
@@ -30,7 +30,7 @@ bool mrc_ackc_rx(struct mrc_ackc *c, u32 now, u32 flags)
 		c->ce++;
 	c->ce_last = ce;
 
-	if (flags & (MRC_ACKC_OOO | MRC_ACKC_ACKREQ | MRC_ACKC_DUP))
+	if (flags & (MRC_ACKC_FILL | MRC_ACKC_ACKREQ | MRC_ACKC_DUP))
 		return true;
 	if (flip || c->pending >= c->every || !c->delay)
 		return true;
