@@ -88,6 +88,10 @@
 #   METAROCE_BENCH_INCAST_N    sender counts (default 2,4,8)
 #   METAROCE_BENCH_INCAST_NICE clients' nice level (default 10)
 #   METAROCE_BENCH_INCAST_PIN=1  client i pinned to CPU i % 2
+#   METAROCE_BENCH_INCAST_TOOL perftest (default: ib_write_bw, busy-polling
+#                              clients) or verify (mrc_verify WRITE streams
+#                              whose clients sleep on completion events)
+#   METAROCE_BENCH_INCAST_VSIZE  message size of the verify streams (64K)
 #   METAROCE_BENCH_PROF_TOP / _DUR  prof scenario: functions kept (40),
 #                              ib_write_bw seconds (3)
 #   METAROCE_BENCH_INCAST_VARIANTS  subset of full,nocc,nocred,rxe (default
@@ -132,6 +136,8 @@ MP_FAIL=${METAROCE_BENCH_MP_FAIL:-blackhole} MP_LOSS=${METAROCE_BENCH_MP_LOSS:-5
 INC_MARGIN=$((INC_DUR / 3)) INC_NS=${METAROCE_BENCH_INCAST_N:-2,4,8} INC_IVAL_US=50000
 INC_VARIANTS=${METAROCE_BENCH_INCAST_VARIANTS:-full,nocc,nocred,rxe}
 INC_NICE=${METAROCE_BENCH_INCAST_NICE:-10}
+INC_TOOL=${METAROCE_BENCH_INCAST_TOOL:-perftest}
+INC_VSIZE=${METAROCE_BENCH_INCAST_VSIZE:-$SIZE}
 INC_WIN=$((INC_DUR - 2 * INC_MARGIN))
 GEMODEL=${METAROCE_BENCH_GEMODEL:-0.2,20}
 LAT_PIN=--pin
@@ -635,6 +641,28 @@ inc_variant() {
 	rc_param cc "$cc" && rc_param cc_ecn "$ecn" && rc_param credits "$cr"
 }
 
+# inc_verify N PROV: the flows as mrc_verify WRITE streams of INC_VSIZE bytes,
+# started together once every QP is connected, for INC_DUR seconds; the
+# clients sleep on completion events (METAROCE_BENCH_INCAST_TOOL=verify).
+# Goodput per flow is mrc_verify's verified bytes over its run. Appends
+# to flows and sets ok and vsum (Mbit/s in all) of inc_run.
+inc_verify() {
+	local n=$1 prov=$2 i list='' gp st log=/tmp/bench_incv opt=()
+	for ((i = 1; i <= n; i++)); do list+="${list:+ }$i"; done
+	[ "$prov" != rxe ] || opt=(--rxe)
+	rc_incast_run --timeout $((INC_DUR + 120)) --log "$log" --sync "${opt[@]}" "$list" \
+		--dir c2s --ops=write -q 1 -s "$INC_VSIZE" -D "$INC_DUR"
+	vsum=0
+	for ((i = 1; i <= n; i++)); do
+		gp=$(rc_result "$log.$i.cli" goodput_mbps) || gp=''
+		st=$(rc_result "$log.$i.cli" status) || st=none
+		flows+="${flows:+,}{\"flow\":$i,\"rc\":$([ "$st" = PASS ] && echo 0 || echo 1),\"iters\":null,\"goodput_mbps\":$(jnum "$gp"),\"status\":$(jstr "$st")"
+		[ "$st" = PASS ] || flows+=",\"error\":$(jstr "$(grep -h -E 'ERROR|FATAL' "$log.$i.cli" "$log.$i.srv" 2>/dev/null | head -n 3 | tr -s '\n\t' '  ')")"
+		flows+='}'
+		[ -z "$gp" ] || { ok=$((ok + 1)); vsum=$(awk -v a="$vsum" -v b="$gp" 'BEGIN { printf "%.1f", a + b }'); }
+	done
+}
+
 # inc_run N VARIANT: N flows at once
 inc_run() {
 	local n=$1 v=$2 i pids=() spids=() port rcvdev='' dev gp flows='' sum=0 its ok=0 rc ts line
@@ -656,48 +684,54 @@ inc_run() {
 	done
 	bench_samp_start "$INCAST_SW" "$INC_IVAL_US" -q "$port" "${sf[@]}"
 	ts=$EPOCHREALTIME
-	for ((i = 1; i <= n; i++)); do
-		local srv=() cli=()
-		if [ "$prov" = rxe ]; then
-			rcvdev=$RC_RXE_R dev=$RC_RXE_S$i
-			srv=(ib_write_bw -d "$rcvdev" -x "$INCAST_RXE_GID_R")
-			cli=(nice -n "$INC_NICE" ib_write_bw -d "$dev" -x "${INCAST_RXE_GID[i]}")
-		else
-			rcvdev=$RC_DEV_R dev=$RC_DEV_S$i
-			srv=(ip netns exec "$ns_r" ib_write_bw -d "$rcvdev" -x "$INCAST_GID_R")
-			cli=(ip netns exec "$INCAST_SND$i" nice -n "$INC_NICE" ib_write_bw -d "$dev" -x "${INCAST_GID[i]}")
-			[ "${METAROCE_BENCH_INCAST_PIN:-0}" = 1 ] && cli=(taskset -c $((i % 2)) "${cli[@]}")
-		fi
-		srv+=(-F -s "$SIZE" -Q 1 -D "$INC_DUR" -f "$INC_MARGIN" -p $((18600 + i)))
-		cli+=(-F -s "$SIZE" -Q 1 -D "$INC_DUR" -f "$INC_MARGIN" -p $((18600 + i)) "$ctrl")
-		INC_CLI[i]=$(printf '%q ' "${cli[@]}")
-		timeout $((INC_DUR + 120)) "${srv[@]}" >"/tmp/bench_inc.$i.srv" 2>&1 &
-		spids[i]=$!
-	done
-	# the clients start together, once every server listens
-	inc_listening "$ns_r" "$n" || echo "bench: not every server listens after 60 s" >&2
-	for ((i = 1; i <= n; i++)); do
-		eval "timeout $((INC_DUR + 90)) ${INC_CLI[i]}" >"/tmp/bench_inc.$i.cli" 2>&1 &
-		pids[i]=$!
-	done
-	for ((i = 1; i <= n; i++)); do
-		rc=0
-		wait "${pids[i]}" || rc=$?
-		[ "$rc" = 0 ] || kill "${spids[i]}" 2>/dev/null
-		wait "${spids[i]}" 2>/dev/null
-		its=''
-		if line=$(bench_perf_line "/tmp/bench_inc.$i.cli"); then
-			read -r _ its _ <<<"$line"
-		fi
-		gp=''
-		[[ $its =~ ^[0-9]+$ ]] && gp=$(mbps "$its" "$INC_WIN") && ok=$((ok + 1))
-		flows+="${flows:+,}{\"flow\":$i,\"rc\":$rc,\"iters\":$(jnum "$its"),\"goodput_mbps\":$(jnum "$gp")"
-		if [ "$rc" != 0 ] || [ -z "$gp" ]; then
-			flows+=",\"error\":$(jstr "$(grep -h -i -E 'error|fail|couldn|unable|exceed' "/tmp/bench_inc.$i.cli" "/tmp/bench_inc.$i.srv" 2>/dev/null | head -n 3 | tr -s '\n\t' '  ')")"
-		fi
-		flows+='}'
-		[ -z "$gp" ] || sum=$((sum + its))
-	done
+	local vsum=''
+	if [ "$INC_TOOL" = verify ]; then
+		if [ "$prov" = rxe ]; then rcvdev=$RC_RXE_R; else rcvdev=$RC_DEV_R; fi
+		inc_verify "$n" "$prov"
+	else
+		for ((i = 1; i <= n; i++)); do
+			local srv=() cli=()
+			if [ "$prov" = rxe ]; then
+				rcvdev=$RC_RXE_R dev=$RC_RXE_S$i
+				srv=(ib_write_bw -d "$rcvdev" -x "$INCAST_RXE_GID_R")
+				cli=(nice -n "$INC_NICE" ib_write_bw -d "$dev" -x "${INCAST_RXE_GID[i]}")
+			else
+				rcvdev=$RC_DEV_R dev=$RC_DEV_S$i
+				srv=(ip netns exec "$ns_r" ib_write_bw -d "$rcvdev" -x "$INCAST_GID_R")
+				cli=(ip netns exec "$INCAST_SND$i" nice -n "$INC_NICE" ib_write_bw -d "$dev" -x "${INCAST_GID[i]}")
+				[ "${METAROCE_BENCH_INCAST_PIN:-0}" = 1 ] && cli=(taskset -c $((i % 2)) "${cli[@]}")
+			fi
+			srv+=(-F -s "$SIZE" -Q 1 -D "$INC_DUR" -f "$INC_MARGIN" -p $((18600 + i)))
+			cli+=(-F -s "$SIZE" -Q 1 -D "$INC_DUR" -f "$INC_MARGIN" -p $((18600 + i)) "$ctrl")
+			INC_CLI[i]=$(printf '%q ' "${cli[@]}")
+			timeout $((INC_DUR + 120)) "${srv[@]}" >"/tmp/bench_inc.$i.srv" 2>&1 &
+			spids[i]=$!
+		done
+		# the clients start together, once every server listens
+		inc_listening "$ns_r" "$n" || echo "bench: not every server listens after 60 s" >&2
+		for ((i = 1; i <= n; i++)); do
+			eval "timeout $((INC_DUR + 90)) ${INC_CLI[i]}" >"/tmp/bench_inc.$i.cli" 2>&1 &
+			pids[i]=$!
+		done
+		for ((i = 1; i <= n; i++)); do
+			rc=0
+			wait "${pids[i]}" || rc=$?
+			[ "$rc" = 0 ] || kill "${spids[i]}" 2>/dev/null
+			wait "${spids[i]}" 2>/dev/null
+			its=''
+			if line=$(bench_perf_line "/tmp/bench_inc.$i.cli"); then
+				read -r _ its _ <<<"$line"
+			fi
+			gp=''
+			[[ $its =~ ^[0-9]+$ ]] && gp=$(mbps "$its" "$INC_WIN") && ok=$((ok + 1))
+			flows+="${flows:+,}{\"flow\":$i,\"rc\":$rc,\"iters\":$(jnum "$its"),\"goodput_mbps\":$(jnum "$gp")"
+			if [ "$rc" != 0 ] || [ -z "$gp" ]; then
+				flows+=",\"error\":$(jstr "$(grep -h -i -E 'error|fail|couldn|unable|exceed' "/tmp/bench_inc.$i.cli" "/tmp/bench_inc.$i.srv" 2>/dev/null | head -n 3 | tr -s '\n\t' '  ')")"
+			fi
+			flows+='}'
+			[ -z "$gp" ] || sum=$((sum + its))
+		done
+	fi
 	bench_samp_stop
 	rc_snap_all c1
 	inc_variant full
@@ -746,8 +780,9 @@ inc_run() {
 			[ -n "$rmin" ] && [ "$rmin" -le "$k" ] || rmin=$k
 		done
 	fi
-	bench_record "\"scen\":\"incast\",\"prov\":\"$prov\",\"variant\":\"$v\",\"n\":$n,\"rate_mbit\":100,\"ce_ms\":2,\"mtu\":9000,\"size\":$SIZE,\"dur_s\":$INC_DUR,\"margin_s\":$INC_MARGIN,\"window_s\":$INC_WIN,\"ok_flows\":$ok,\"flows\":[$flows],\"rtt_min_us\":$(jnum "$rmin"),\"counters\":{\"senders\":{$cs},\"receiver\":{$cr},\"each_sender\":[$each]},\"cols\":[\"port_tx\"$scols,\"cpu_busy\",\"cpu_idle\",\"backlog_bytes\",\"backlog_pkts\",\"sent_bytes\",\"dropped\",\"ce_mark\"],\"samples\":$BENCH_SAMP_JSON,\"wall_s\":$(since "$ts")"
-	printf '  %-8s %-7s N=%d: %s Mbit/s in all (%d of %d flows with a result, %ss)\n' "$prov" "$v" "$n" "$(mbps "$sum" "$INC_WIN")" "$ok" "$n" "$(since "$ts")"
+	bench_record "\"scen\":\"incast\",\"prov\":\"$prov\",\"variant\":\"$v\",\"n\":$n,\"tool\":\"$INC_TOOL\",\"rate_mbit\":100,\"ce_ms\":2,\"mtu\":9000,\"size\":$SIZE,\"dur_s\":$INC_DUR,\"margin_s\":$INC_MARGIN,\"window_s\":$INC_WIN,\"ok_flows\":$ok,\"flows\":[$flows],\"rtt_min_us\":$(jnum "$rmin"),\"counters\":{\"senders\":{$cs},\"receiver\":{$cr},\"each_sender\":[$each]},\"cols\":[\"port_tx\"$scols,\"cpu_busy\",\"cpu_idle\",\"backlog_bytes\",\"backlog_pkts\",\"sent_bytes\",\"dropped\",\"ce_mark\"],\"samples\":$BENCH_SAMP_JSON,\"wall_s\":$(since "$ts")"
+	[ -n "$vsum" ] || vsum=$(mbps "$sum" "$INC_WIN")
+	printf '  %-8s %-7s N=%d: %s Mbit/s in all (%d of %d flows with a result, %ss)\n' "$prov" "$v" "$n" "$vsum" "$ok" "$n" "$(since "$ts")"
 }
 
 # inc_listening NS N: wait (at most 60 s) until TCP ports 18600+1..N listen

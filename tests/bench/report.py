@@ -969,6 +969,11 @@ def cmd_render(args):
                             "Jain (sent bytes, all flows running)", "start spread / all running s",
                             "queue p50 kB", "queue p99 kB", "queue max kB", "drops", "CE marks", "guest CPU %"],
                            incast_details(inc)))
+        if any(r.get("tool") == "verify" for r in by("incast")):
+            md += ["", "These incast runs used mrc_verify WRITE streams (METAROCE_BENCH_INCAST_TOOL=verify): "
+                   "clients that sleep on completion events, started together once every QP is connected; "
+                   "goodput per flow is mrc_verify's verified bytes over its whole run, not perftest "
+                   "iterations over a window."]
         md += ["", "Goodput at 1 % random loss on an uncongested link (>= 0.95 of lossless in issue 7) is the "
                "loss scenario's \"1 % on data\" row, not repeated here."]
     if by("prof"):
