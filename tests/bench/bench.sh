@@ -86,6 +86,8 @@
 #   METAROCE_BENCH_INCAST_DUR  incast run length in s (default 20, quick 12;
 #                              a third at each end is left out)
 #   METAROCE_BENCH_INCAST_N    sender counts (default 2,4,8)
+#   METAROCE_BENCH_INCAST_VARIANTS  subset of full,nocc,nocred,rxe (default
+#                              all; rxe also needs it in the providers)
 #   METAROCE_BENCH_INCAST_NICE clients' nice level (default 10)
 #   METAROCE_BENCH_INCAST_PIN=1  client i pinned to CPU i % 2
 #   METAROCE_BENCH_INCAST_TOOL perftest (default: ib_write_bw, busy-polling
@@ -94,8 +96,6 @@
 #   METAROCE_BENCH_INCAST_VSIZE  message size of the verify streams (64K)
 #   METAROCE_BENCH_PROF_TOP / _DUR  prof scenario: functions kept (40),
 #                              ib_write_bw seconds (3)
-#   METAROCE_BENCH_INCAST_VARIANTS  subset of full,nocc,nocred,rxe (default
-#                              all; rxe also needs it in the providers)
 #   MRC_PARAMS                 rdma_metaroce module parameters (modprobe)
 set -uo pipefail
 BENCH_DIR=$(cd "${BASH_SOURCE[0]%/*}" && pwd -P)
@@ -137,7 +137,6 @@ INC_MARGIN=$((INC_DUR / 3)) INC_NS=${METAROCE_BENCH_INCAST_N:-2,4,8} INC_IVAL_US
 INC_VARIANTS=${METAROCE_BENCH_INCAST_VARIANTS:-full,nocc,nocred,rxe}
 INC_NICE=${METAROCE_BENCH_INCAST_NICE:-10}
 INC_TOOL=${METAROCE_BENCH_INCAST_TOOL:-perftest}
-INC_VSIZE=${METAROCE_BENCH_INCAST_VSIZE:-$SIZE}
 INC_WIN=$((INC_DUR - 2 * INC_MARGIN))
 GEMODEL=${METAROCE_BENCH_GEMODEL:-0.2,20}
 LAT_PIN=--pin
@@ -145,6 +144,7 @@ LAT_PIN=--pin
 
 WINDOW=$((DUR - 2 * MARGIN))
 SIZE=65536
+INC_VSIZE=${METAROCE_BENCH_INCAST_VSIZE:-$SIZE}
 TSC_MHZ=''
 
 say() { printf '\n== %s (%s)\n' "$*" "$(printf '%(%T)T' -1)"; }
@@ -409,7 +409,7 @@ prof_stop() {
 	: >"$TRACEFS/trace"
 }
 scen_prof() {
-	local prov mod tool iters gp top
+	local prov mod tool iters top
 	bench_topo 9000 || return
 	for prov in "${PROVS[@]}"; do
 		bench_prov "$prov" || continue
@@ -417,8 +417,8 @@ scen_prof() {
 		mod=rdma_metaroce
 		[ "$prov" = rxe ] && mod=rdma_rxe
 		for tool in ib_write_bw ib_write_lat; do
-			say "prof: $tool under the function profiler, $prov"
-			prof_start "$mod" || { echo "bench: no function profiler" >&2; return 1; }
+			say "prof: $tool under the function_graph tracer, $prov"
+			prof_start "$mod" || { echo "bench: cannot set up the function_graph tracer" >&2; return 1; }
 			if [ "$tool" = ib_write_bw ]; then
 				perf_try /tmp/bench_prof $((PROF_DUR + 90)) ib_write_bw -F -s $SIZE -Q 1 -D "$PROF_DUR" -f 1
 			else
@@ -645,11 +645,11 @@ inc_variant() {
 # started together once every QP is connected, for INC_DUR seconds; the
 # clients sleep on completion events (METAROCE_BENCH_INCAST_TOOL=verify).
 # Goodput per flow is mrc_verify's verified bytes over its run. Appends
-# to flows and sets ok and vsum (Mbit/s in all) of inc_run.
+# to flows and sets rcvdev, ok and vsum (Mbit/s in all) of inc_run.
 inc_verify() {
 	local n=$1 prov=$2 i list='' gp st log=/tmp/bench_incv opt=()
 	for ((i = 1; i <= n; i++)); do list+="${list:+ }$i"; done
-	[ "$prov" != rxe ] || opt=(--rxe)
+	if [ "$prov" = rxe ]; then rcvdev=$RC_RXE_R opt=(--rxe); else rcvdev=$RC_DEV_R; fi
 	rc_incast_run --timeout $((INC_DUR + 120)) --log "$log" --sync "${opt[@]}" "$list" \
 		--dir c2s --ops=write -q 1 -s "$INC_VSIZE" -D "$INC_DUR"
 	vsum=0
@@ -663,9 +663,61 @@ inc_verify() {
 	done
 }
 
+# inc_perftest N PROV: the flows as ib_write_bw pairs (busy-polling clients
+# at nice INC_NICE), the clients started together once every server
+# listens; goodput per flow is iterations x SIZE over the window. Reads
+# ns_r and ctrl, appends to flows and sets rcvdev, ok and vsum (Mbit/s in
+# all) of inc_run.
+inc_perftest() {
+	local n=$1 prov=$2 i pids=() spids=() dev gp its rc line sum=0
+	for ((i = 1; i <= n; i++)); do
+		local srv=() cli=()
+		if [ "$prov" = rxe ]; then
+			rcvdev=$RC_RXE_R dev=$RC_RXE_S$i
+			srv=(ib_write_bw -d "$rcvdev" -x "$INCAST_RXE_GID_R")
+			cli=(nice -n "$INC_NICE" ib_write_bw -d "$dev" -x "${INCAST_RXE_GID[i]}")
+		else
+			rcvdev=$RC_DEV_R dev=$RC_DEV_S$i
+			srv=(ip netns exec "$ns_r" ib_write_bw -d "$rcvdev" -x "$INCAST_GID_R")
+			cli=(ip netns exec "$INCAST_SND$i" nice -n "$INC_NICE" ib_write_bw -d "$dev" -x "${INCAST_GID[i]}")
+		fi
+		[ "${METAROCE_BENCH_INCAST_PIN:-0}" = 1 ] && cli=(taskset -c $((i % 2)) "${cli[@]}")
+		srv+=(-F -s "$SIZE" -Q 1 -D "$INC_DUR" -f "$INC_MARGIN" -p $((18600 + i)))
+		cli+=(-F -s "$SIZE" -Q 1 -D "$INC_DUR" -f "$INC_MARGIN" -p $((18600 + i)) "$ctrl")
+		INC_CLI[i]=$(printf '%q ' "${cli[@]}")
+		timeout $((INC_DUR + 120)) "${srv[@]}" >"/tmp/bench_inc.$i.srv" 2>&1 &
+		spids[i]=$!
+	done
+	# the clients start together, once every server listens
+	inc_listening "$ns_r" "$n" || echo "bench: not every server listens after 60 s" >&2
+	for ((i = 1; i <= n; i++)); do
+		eval "timeout $((INC_DUR + 90)) ${INC_CLI[i]}" >"/tmp/bench_inc.$i.cli" 2>&1 &
+		pids[i]=$!
+	done
+	for ((i = 1; i <= n; i++)); do
+		rc=0
+		wait "${pids[i]}" || rc=$?
+		[ "$rc" = 0 ] || kill "${spids[i]}" 2>/dev/null
+		wait "${spids[i]}" 2>/dev/null
+		its=''
+		if line=$(bench_perf_line "/tmp/bench_inc.$i.cli"); then
+			read -r _ its _ <<<"$line"
+		fi
+		gp=''
+		[[ $its =~ ^[0-9]+$ ]] && gp=$(mbps "$its" "$INC_WIN") && ok=$((ok + 1))
+		flows+="${flows:+,}{\"flow\":$i,\"rc\":$rc,\"iters\":$(jnum "$its"),\"goodput_mbps\":$(jnum "$gp")"
+		if [ "$rc" != 0 ] || [ -z "$gp" ]; then
+			flows+=",\"error\":$(jstr "$(grep -h -i -E 'error|fail|couldn|unable|exceed' "/tmp/bench_inc.$i.cli" "/tmp/bench_inc.$i.srv" 2>/dev/null | head -n 3 | tr -s '\n\t' '  ')")"
+		fi
+		flows+='}'
+		[ -z "$gp" ] || sum=$((sum + its))
+	done
+	vsum=$(mbps "$sum" "$INC_WIN")
+}
+
 # inc_run N VARIANT: N flows at once
 inc_run() {
-	local n=$1 v=$2 i pids=() spids=() port rcvdev='' dev gp flows='' sum=0 its ok=0 rc ts line
+	local n=$1 v=$2 i port rcvdev='' dev flows='' ok=0 vsum='' ts
 	local prov=metaroce ns_r=$INCAST_RCV ctrl=$INCAST_RCV_MGMT_IP
 	# shellcheck disable=SC2034 # filled through namerefs
 	local -A c0 c1
@@ -684,53 +736,10 @@ inc_run() {
 	done
 	bench_samp_start "$INCAST_SW" "$INC_IVAL_US" -q "$port" "${sf[@]}"
 	ts=$EPOCHREALTIME
-	local vsum=''
 	if [ "$INC_TOOL" = verify ]; then
-		if [ "$prov" = rxe ]; then rcvdev=$RC_RXE_R; else rcvdev=$RC_DEV_R; fi
 		inc_verify "$n" "$prov"
 	else
-		for ((i = 1; i <= n; i++)); do
-			local srv=() cli=()
-			if [ "$prov" = rxe ]; then
-				rcvdev=$RC_RXE_R dev=$RC_RXE_S$i
-				srv=(ib_write_bw -d "$rcvdev" -x "$INCAST_RXE_GID_R")
-				cli=(nice -n "$INC_NICE" ib_write_bw -d "$dev" -x "${INCAST_RXE_GID[i]}")
-			else
-				rcvdev=$RC_DEV_R dev=$RC_DEV_S$i
-				srv=(ip netns exec "$ns_r" ib_write_bw -d "$rcvdev" -x "$INCAST_GID_R")
-				cli=(ip netns exec "$INCAST_SND$i" nice -n "$INC_NICE" ib_write_bw -d "$dev" -x "${INCAST_GID[i]}")
-				[ "${METAROCE_BENCH_INCAST_PIN:-0}" = 1 ] && cli=(taskset -c $((i % 2)) "${cli[@]}")
-			fi
-			srv+=(-F -s "$SIZE" -Q 1 -D "$INC_DUR" -f "$INC_MARGIN" -p $((18600 + i)))
-			cli+=(-F -s "$SIZE" -Q 1 -D "$INC_DUR" -f "$INC_MARGIN" -p $((18600 + i)) "$ctrl")
-			INC_CLI[i]=$(printf '%q ' "${cli[@]}")
-			timeout $((INC_DUR + 120)) "${srv[@]}" >"/tmp/bench_inc.$i.srv" 2>&1 &
-			spids[i]=$!
-		done
-		# the clients start together, once every server listens
-		inc_listening "$ns_r" "$n" || echo "bench: not every server listens after 60 s" >&2
-		for ((i = 1; i <= n; i++)); do
-			eval "timeout $((INC_DUR + 90)) ${INC_CLI[i]}" >"/tmp/bench_inc.$i.cli" 2>&1 &
-			pids[i]=$!
-		done
-		for ((i = 1; i <= n; i++)); do
-			rc=0
-			wait "${pids[i]}" || rc=$?
-			[ "$rc" = 0 ] || kill "${spids[i]}" 2>/dev/null
-			wait "${spids[i]}" 2>/dev/null
-			its=''
-			if line=$(bench_perf_line "/tmp/bench_inc.$i.cli"); then
-				read -r _ its _ <<<"$line"
-			fi
-			gp=''
-			[[ $its =~ ^[0-9]+$ ]] && gp=$(mbps "$its" "$INC_WIN") && ok=$((ok + 1))
-			flows+="${flows:+,}{\"flow\":$i,\"rc\":$rc,\"iters\":$(jnum "$its"),\"goodput_mbps\":$(jnum "$gp")"
-			if [ "$rc" != 0 ] || [ -z "$gp" ]; then
-				flows+=",\"error\":$(jstr "$(grep -h -i -E 'error|fail|couldn|unable|exceed' "/tmp/bench_inc.$i.cli" "/tmp/bench_inc.$i.srv" 2>/dev/null | head -n 3 | tr -s '\n\t' '  ')")"
-			fi
-			flows+='}'
-			[ -z "$gp" ] || sum=$((sum + its))
-		done
+		inc_perftest "$n" "$prov"
 	fi
 	bench_samp_stop
 	rc_snap_all c1
@@ -760,7 +769,7 @@ inc_run() {
 			one=''
 			for name in tx_packets retransmitted_packets rto_events spurious_rtos \
 				tail_loss_probes rack_losses cc_window_cuts window_cuts_ecn \
-				window_cut_undos ecn_echoes_received credit_waits pacing_waits path_switches \
+				window_cut_undos ecn_echoes_received credit_waits path_switches \
 				path_delay_skips entropies_retired; do
 				k=$RC_DEV_S$i:$name
 				one+="${one:+,}\"$name\":$((${c1[$k]:-0} - ${c0[$k]:-0}))"
@@ -781,7 +790,6 @@ inc_run() {
 		done
 	fi
 	bench_record "\"scen\":\"incast\",\"prov\":\"$prov\",\"variant\":\"$v\",\"n\":$n,\"tool\":\"$INC_TOOL\",\"rate_mbit\":100,\"ce_ms\":2,\"mtu\":9000,\"size\":$SIZE,\"dur_s\":$INC_DUR,\"margin_s\":$INC_MARGIN,\"window_s\":$INC_WIN,\"ok_flows\":$ok,\"flows\":[$flows],\"rtt_min_us\":$(jnum "$rmin"),\"counters\":{\"senders\":{$cs},\"receiver\":{$cr},\"each_sender\":[$each]},\"cols\":[\"port_tx\"$scols,\"cpu_busy\",\"cpu_idle\",\"backlog_bytes\",\"backlog_pkts\",\"sent_bytes\",\"dropped\",\"ce_mark\"],\"samples\":$BENCH_SAMP_JSON,\"wall_s\":$(since "$ts")"
-	[ -n "$vsum" ] || vsum=$(mbps "$sum" "$INC_WIN")
 	printf '  %-8s %-7s N=%d: %s Mbit/s in all (%d of %d flows with a result, %ss)\n' "$prov" "$v" "$n" "$vsum" "$ok" "$n" "$(since "$ts")"
 }
 
