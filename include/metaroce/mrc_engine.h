@@ -49,8 +49,9 @@ static inline bool mrc_time_before(u32 a, u32 b)
  * @rttvar: RTT variation in us.
  * @min_rtt: smallest sample seen.
  * @latest: last sample.
- * @rto: current base RTO in us, clamped to [@rto_min, @rto_max].
- * @rto_min: lower clamp.
+ * @rto: current base RTO in us, srtt + max(@rto_min, 4 rttvar) at most
+ *	  @rto_max.
+ * @rto_min: least margin above srtt (and so the lower clamp).
  * @rto_max: upper clamp.
  * @backoff: exponent applied to @rto after consecutive timeouts (<= 16).
  */

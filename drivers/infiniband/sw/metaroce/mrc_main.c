@@ -32,7 +32,7 @@ MODULE_PARM_DESC(ack_delay_us, "Longest time an ACK is held back, in microsecond
 
 unsigned int mrc_rto_min_us = 5000;
 module_param_named(rto_min_us, mrc_rto_min_us, uint, 0644);
-MODULE_PARM_DESC(rto_min_us, "Lower bound of the retransmission timeout, in microseconds (default 5000)");
+MODULE_PARM_DESC(rto_min_us, "Least margin of the retransmission timeout above the smoothed RTT, in microseconds (default 5000)");
 
 unsigned int mrc_rto_init_us = 10000;
 module_param_named(rto_init_us, mrc_rto_init_us, uint, 0644);

@@ -5,7 +5,12 @@
  *   first sample R:  srtt = R, rttvar = R / 2
  *   later samples:   rttvar = 3/4 rttvar + 1/4 |srtt - R|
  *                    srtt   = 7/8 srtt   + 1/8 R
- *   rto = srtt + max(G, 4 rttvar), G = 1 us, clamped to [rto_min, rto_max]
+ *   rto = srtt + max(rto_min, 4 rttvar), at most rto_max
+ *
+ * rto_min bounds the margin above srtt, not the timeout itself (as Linux
+ * TCP does): where queueing makes srtt approach rto_min (incast behind a
+ * marking port), a floor on the sum would leave next to no margin and
+ * every late ACK would fire a spurious RTO.
  *
  * Integer arithmetic rounds to nearest: a long run of equal samples R
  * leaves srtt in [R - 3, R + 4] us, where truncation would leave it up to
@@ -17,8 +22,6 @@
 #include <metaroce/mrc_engine.h>
 
 #include "mrc_engine_int.h"
-
-#define MRC_RTT_G_US	1
 
 static u32 mrc_rtt_clamp(const struct mrc_rtt *r, u64 v)
 {
@@ -66,8 +69,8 @@ void mrc_rtt_sample(struct mrc_rtt *r, u32 sample_us)
 		r->srtt = (u32)((7ull * r->srtt + s + 4) >> 3);
 	}
 	var4 = 4ull * r->rttvar;
-	if (var4 < MRC_RTT_G_US)
-		var4 = MRC_RTT_G_US;
+	if (var4 < r->rto_min)
+		var4 = r->rto_min;
 	r->rto = mrc_rtt_clamp(r, r->srtt + var4);
 }
 

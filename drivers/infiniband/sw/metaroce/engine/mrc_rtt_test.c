@@ -96,7 +96,7 @@ static void mrc_rtt_zero_and_huge(struct kunit *test)
 {
 	struct mrc_rtt r;
 
-	/* a zero sample counts as 1 us; G = 1 us keeps rto > srtt */
+	/* a zero sample counts as 1 us; rto_min (>= 1 us) keeps rto > srtt */
 	mrc_rtt_init(&r, 3000, 1, 1000000);
 	mrc_rtt_sample(&r, 0);
 	KUNIT_EXPECT_EQ(test, r.srtt, 1u);
@@ -123,13 +123,13 @@ static void mrc_rtt_clamp_and_backoff(struct kunit *test)
 	struct mrc_rtt r;
 
 	mrc_rtt_init(&r, 3000, 1000, 60000);
-	mrc_rtt_sample(&r, 100);		/* 300 -> rto_min */
-	KUNIT_EXPECT_EQ(test, r.rto, 1000u);
+	mrc_rtt_sample(&r, 100);		/* 100 + max(200, rto_min) */
+	KUNIT_EXPECT_EQ(test, r.rto, 1100u);
 	r.backoff = 1;
-	KUNIT_EXPECT_EQ(test, mrc_rtt_rto(&r), 2000u);
+	KUNIT_EXPECT_EQ(test, mrc_rtt_rto(&r), 2200u);
 	r.backoff = 5;
-	KUNIT_EXPECT_EQ(test, mrc_rtt_rto(&r), 32000u);
-	r.backoff = 6;				/* 64000 -> rto_max */
+	KUNIT_EXPECT_EQ(test, mrc_rtt_rto(&r), 35200u);
+	r.backoff = 6;				/* 70400 -> rto_max */
 	KUNIT_EXPECT_EQ(test, mrc_rtt_rto(&r), 60000u);
 	r.backoff = 16;
 	KUNIT_EXPECT_EQ(test, mrc_rtt_rto(&r), 60000u);
@@ -179,6 +179,30 @@ static void mrc_rtt_set_max_caps(struct kunit *test)
 	KUNIT_EXPECT_GT(test, r.rto, 1000u);
 }
 
+/*
+ * A standing queue (incast) brings srtt up to rto_min: the timeout keeps
+ * rto_min of margin above srtt, so an ACK one queue length late does not
+ * expire it.  A floor on the sum would have left 4 rttvar, a few us.
+ */
+static void mrc_rtt_margin_over_queue(struct kunit *test)
+{
+	struct mrc_rtt r;
+	int i;
+
+	mrc_rtt_init(&r, 10000, 5000, 4000000);
+	for (i = 0; i < 64; i++)
+		mrc_rtt_sample(&r, 5000);
+	KUNIT_EXPECT_GE(test, r.srtt, 4997u);
+	KUNIT_EXPECT_LE(test, r.srtt, 5004u);
+	KUNIT_EXPECT_LE(test, r.rttvar, 4u);
+	KUNIT_EXPECT_EQ(test, r.rto, r.srtt + 5000);
+	KUNIT_EXPECT_GT(test, mrc_rtt_rto(&r), 9500u);
+	/* a large variation still widens it beyond rto_min */
+	mrc_rtt_sample(&r, 20000);
+	KUNIT_EXPECT_EQ(test, r.rto, r.srtt + 4 * r.rttvar);
+	KUNIT_EXPECT_GT(test, 4 * r.rttvar, 5000u);
+}
+
 static struct kunit_case mrc_rtt_cases[] = {
 	KUNIT_CASE(mrc_rtt_init_clamps),
 	KUNIT_CASE(mrc_rtt_hand_computed),
@@ -186,6 +210,7 @@ static struct kunit_case mrc_rtt_cases[] = {
 	KUNIT_CASE(mrc_rtt_zero_and_huge),
 	KUNIT_CASE(mrc_rtt_clamp_and_backoff),
 	KUNIT_CASE(mrc_rtt_set_max_caps),
+	KUNIT_CASE(mrc_rtt_margin_over_queue),
 	{}
 };
 

@@ -474,7 +474,7 @@ static void mrc_tx_tail_loss(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
 	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 1104), 0u);
 	KUNIT_EXPECT_FALSE(test, tx->reo_armed);	/* nothing sent before 3 */
-	/* TLP: 1104 + max(2 * 100, 200); RTO: 1104 + 1000 */
+	/* TLP: 1104 + max(2 * 100, 200); RTO: 1104 + 100 + max(4 rttvar, 1000) */
 	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
 	KUNIT_EXPECT_EQ(test, d, 1304u);
 	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1303, 7, 0), MRC_TXT_NONE);
@@ -487,9 +487,9 @@ static void mrc_tx_tail_loss(struct kunit *test)
 
 	/* one probe only; the RTO counts from the head's transmission */
 	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
-	KUNIT_EXPECT_EQ(test, d, 2104u);
-	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 2103, 7, 0), MRC_TXT_NONE);
-	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 2104, 7, 0), MRC_TXT_RTO);
+	KUNIT_EXPECT_EQ(test, d, 2204u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 2203, 7, 0), MRC_TXT_NONE);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 2204, 7, 0), MRC_TXT_RTO);
 	/* F-RTO: only the oldest PSN is resent at first */
 	KUNIT_EXPECT_EQ(test, tx->lost, 1u);
 	KUNIT_EXPECT_TRUE(test, tx->frto);
@@ -505,10 +505,10 @@ static void mrc_tx_tail_loss(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 5)->flags, 0);
 
 	/* after an RTO no probe until progress; the next RTO is doubled */
-	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 2, 2104, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 2, 2204, 0, 0), 0);
 	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
-	KUNIT_EXPECT_EQ(test, d, 2104u + 2000);
-	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 2210, 6, 2104, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, d, 2204u + 2200);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 2310, 6, 2204, NULL, 0, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 2u);
 	KUNIT_EXPECT_EQ(test, tx->timeouts, 0u);
 	KUNIT_EXPECT_EQ(test, tx->rtt.backoff, 0u);
@@ -891,7 +891,7 @@ static void mrc_tx_frto_spurious_and_real(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, t, 7, 0), MRC_TXT_PROBE);
 	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, tx->probe_psn, 1, t, 0, 0), 0);
 	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &t));
-	KUNIT_EXPECT_EQ(test, t, d + 150 + 1000);
+	KUNIT_EXPECT_EQ(test, t, d + 150 + 100 + 1000);	/* srtt + rto_min */
 	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, t, 7, 0), MRC_TXT_RTO);
 	KUNIT_EXPECT_FALSE(test, tx->frto);
 	KUNIT_EXPECT_EQ(test, tx->lost, 7u);		/* 2-8 resent now */
