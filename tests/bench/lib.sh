@@ -34,6 +34,7 @@
 # /proc/stat are read with shell builtins, tc runs as one batch.
 
 : "${BENCH_RECORDS:=${METAROCE_OUT:-/tmp}/records.jsonl}"
+_BENCH_LIB_DIR=$(cd "${BASH_SOURCE[0]%/*}" && pwd -P)
 BENCH_MTU='' BENCH_RXE_GID_A='' BENCH_RXE_GID_B=''
 # selected provider
 # shellcheck disable=SC2034 # for the scenarios
@@ -375,61 +376,18 @@ _bench_tdiff() {
 }
 
 # --- sampler: byte counters and a queue, in one namespace -------------------------
-# bench_samp_start NS IVAL_US [-q QDEV] FILE...: one bash in NS (builtins
-# only, SCHED_FIFO like the poller above) reads every FILE (a counter under
-# /sys/class/net/DEV/statistics/, seen from inside NS) and /proc/stat every
-# IVAL_US; with -q, also the marking leaf (fq_codel) of QDEV's qdisc tree
-# through a long-lived `tc -s -batch` (answer of "qdisc show dev QDEV",
-# terminated by the one of "qdisc show dev lo"). Lines: "S time v1..vn
-# cpu_busy cpu_idle [backlog_bytes backlog_pkts sent_bytes dropped
-# ce_mark]". bench_samp_stop: samples relative to the first one in
-# BENCH_SAMP_JSON ([[t_s, v1, ..., busy, idle, ...], ...]) and the first
-# sample's EPOCHREALTIME in BENCH_SAMP_T0.
-_bench_sampler() {
-	local ivus=$1 stop=$2 qdev=$3 fd l f v u n s i w q sq st line leaf qv t rem
-	shift 3
-	exec {fd}<> <(:)
-	[ -z "$qdev" ] || coproc TCQ { exec tc -s -batch - 2>&1; }
-	echo "R $EPOCHREALTIME"
-	while [ ! -e "$stop" ]; do
-		t=${EPOCHREALTIME/./}
-		l="S $EPOCHREALTIME"
-		for f; do
-			read -r v <"$f"
-			l+=" $v"
-		done
-		read -r _ u n s i w q sq st _ </proc/stat
-		l+=" $((u + n + s + q + sq + st)) $((i + w))"
-		if [ -n "$qdev" ]; then
-			echo "qdisc show dev $qdev" >&"${TCQ[1]}"
-			echo "qdisc show dev lo" >&"${TCQ[1]}"
-			leaf=0 qv=(x x x x 0)
-			while read -r -t 1 -u "${TCQ[0]}" line; do
-				case $line in
-				"qdisc noqueue"*) break ;;
-				"qdisc fq_codel"*) leaf=1 ;;
-				"qdisc "*) leaf=0 ;;
-				esac
-				[ $leaf = 1 ] || continue
-				if [[ $line =~ ^Sent\ ([0-9]+)\ bytes\ [0-9]+\ pkt\ \(dropped\ ([0-9]+) ]]; then
-					qv[2]=${BASH_REMATCH[1]} qv[3]=${BASH_REMATCH[2]}
-				elif [[ $line =~ ^backlog\ ([0-9]+)b\ ([0-9]+)p ]]; then
-					qv[0]=${BASH_REMATCH[1]} qv[1]=${BASH_REMATCH[2]}
-				elif [[ $line =~ ce_mark\ ([0-9]+) ]]; then
-					qv[4]=${BASH_REMATCH[1]}
-				fi
-			done
-			l+=" ${qv[*]}"
-		fi
-		echo "$l"
-		rem=$((ivus - (${EPOCHREALTIME/./} - t)))
-		[ "$rem" -gt 1000 ] || rem=1000
-		printf -v rem '%d.%06d' $((rem / 1000000)) $((rem % 1000000))
-		read -r -t "$rem" -u "$fd"
-	done
-	return 0
-}
-
+# bench_samp_start NS IVAL_US [-q QDEV] FILE...: tests/bench/sampler.py in NS
+# reads every FILE (a counter under /sys/class/net/DEV/statistics/, seen
+# from inside NS) and /proc/stat every IVAL_US; with -q, also the marking
+# leaf (fq_codel) of QDEV's qdisc tree through a long-lived `tc -s -batch`.
+# Lines: "S time v1..vn cpu_busy cpu_idle [backlog_bytes backlog_pkts
+# sent_bytes dropped ce_mark]". It runs at normal priority and reads tc's
+# answers in blocks: the bash loop it replaced (byte-wise reads, SCHED_FIFO)
+# took so much of the guest's CPU from the switch's softirq work that an
+# 8 -> 1 incast lost a sixth of its goodput (96 -> 80 Mbit/s).
+# bench_samp_stop: samples relative to the first one in BENCH_SAMP_JSON
+# ([[t_s, v1, ..., busy, idle, ...], ...]) and the first sample's
+# EPOCHREALTIME in BENCH_SAMP_T0.
 BENCH_SAMP_PID='' BENCH_SAMP_OUT=/tmp/bench_samp.out BENCH_SAMP_STOP=/tmp/bench_samp.stop
 BENCH_SAMP_JSON='[]' BENCH_SAMP_T0=''
 bench_samp_start() {
@@ -438,8 +396,7 @@ bench_samp_start() {
 	if [ "${1:-}" = -q ]; then qdev=$2; shift 2; fi
 	rm -f "$BENCH_SAMP_STOP"
 	: >"$BENCH_SAMP_OUT"
-	# shellcheck disable=SC2016 # expanded by the inner bash
-	ip netns exec "$ns" chrt -f 10 bash -c "$(declare -f _bench_sampler)"'; _bench_sampler "$@"' _ \
+	ip netns exec "$ns" python3 "$_BENCH_LIB_DIR/sampler.py" \
 		"$iv" "$BENCH_SAMP_STOP" "$qdev" "$@" >"$BENCH_SAMP_OUT" 2>/dev/null &
 	BENCH_SAMP_PID=$!
 	wait_for 20 grep -q '^S ' "$BENCH_SAMP_OUT"
