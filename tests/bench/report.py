@@ -970,7 +970,8 @@ def cmd_render(args):
                             "queue p50 kB", "queue p99 kB", "queue max kB", "drops", "CE marks", "guest CPU %"],
                            incast_details(inc)))
         if any(r.get("tool") == "verify" for r in by("incast")):
-            md += ["", "These incast runs used mrc_verify WRITE streams (METAROCE_BENCH_INCAST_TOOL=verify): "
+            md += ["", "These incast runs used mrc_verify WRITE streams (the default; "
+                   "METAROCE_BENCH_INCAST_TOOL=perftest runs busy-polling ib_write_bw clients instead): "
                    "clients that sleep on completion events, started together once every QP is connected; "
                    "goodput per flow is mrc_verify's verified bytes over its whole run, not perftest "
                    "iterations over a window."]
