@@ -109,6 +109,17 @@ fi
 # Checks: both exit 0, the lane is on the metaroce device, nothing else in
 # any ep_cfg line, at least SIZE x ITERS bytes sent by mrcA, received by
 # mrcB and carried by the switch towards hostB.
+# moved BEFORE AFTER: " name delta" for every counter that changed (a
+# failed run's transport story: retransmissions, RTOs, NAKs, drops)
+moved() {
+	local -n _mb=$1 _ma=$2
+	local k out=''
+	for k in "${!_ma[@]}"; do
+		case $k in rtt_* | lifespan) continue ;; esac
+		[ "${_ma[$k]}" = "${_mb[$k]:-0}" ] || out+=" $k $((_ma[$k] - ${_mb[$k]:-0}))"
+	done
+	echo "${out:- none}"
+}
 perf() {
 	local name=$1 tls=$2 test=$3 size=$4 iters=$5 lane=$6 rc=0 w0 t0 secs
 	local want=$(($4 * $5)) wire txa rxb cfg bad final bw
@@ -135,7 +146,8 @@ perf() {
 	else
 		t_fail "ucx_perftest -t $test over $lane/$RC_DEV_A:1 (exit $rc; ep_cfg '$cfg'; $RC_DEV_A tx $txa, $RC_DEV_B rx $rxb, switch $wire bytes, want >= $want)" \
 			"$(grep -v -E '^ *[0-9]+  ' "/tmp/$name.cli" | tail -n 15)" \
-			"$(grep -v -E '^ *[0-9]+  ' "/tmp/$name.srv" | tail -n 8)"
+			"$(grep -v -E '^ *[0-9]+  ' "/tmp/$name.srv" | tail -n 8)" \
+			"counters that moved: $RC_DEV_A:$(moved a0 a1) $RC_DEV_B:$(moved b0 b1)"
 	fi
 }
 perf tag_rc rc_verbs,ud_verbs tag_bw 1048576 40 "tag(rc_verbs"
