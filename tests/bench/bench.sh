@@ -94,8 +94,8 @@
 #   METAROCE_BENCH_INCAST_N    sender counts (default 2,4,8)
 #   METAROCE_BENCH_INCAST_VARIANTS  subset of full,nocc,nocred,rxe (default
 #                              all; rxe also needs it in the providers)
-#   METAROCE_BENCH_INCAST_NICE clients' nice level (default 10)
-#   METAROCE_BENCH_INCAST_PIN=1  client i pinned to CPU i % 2
+#   METAROCE_BENCH_INCAST_NICE perftest clients' nice level (default 10)
+#   METAROCE_BENCH_INCAST_PIN=1  perftest client i pinned to CPU i % 2
 #   METAROCE_BENCH_INCAST_TOOL verify (default: mrc_verify WRITE streams
 #                              whose clients sleep on completion events) or
 #                              perftest (ib_write_bw, busy-polling clients)
