@@ -395,7 +395,6 @@ struct mrc_qp {
 	u8 *sq_shadow;			/* validated copies of SQ slots */
 	u32 sq_cons;			/* oldest WQE not completed */
 	u32 sq_next;			/* next WQE to start */
-	u32 sq_prod;			/* producer index validated so far */
 	u32 rq_cons;			/* next RQ WQE to complete (kernel) */
 
 	/* attributes */
@@ -632,5 +631,9 @@ struct rdma_hw_stats *mrc_alloc_hw_port_stats(struct ib_device *ibdev,
 					      u32 port);
 int mrc_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 		     u32 port, int index);
+
+/* mrc_restrack.c */
+int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
+int mrc_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq);
 
 #endif /* MRC_H */

@@ -255,7 +255,6 @@ static void mrc_qp_reset(struct mrc_qp *qp)
 {
 	qp->sq_cons = 0;
 	qp->sq_next = 0;
-	qp->sq_prod = 0;
 	qp->rq_cons = 0;
 	qp->rmsn_base = 0;
 	qp->smsn = 0;
@@ -282,7 +281,6 @@ static void mrc_qp_reset(struct mrc_qp *qp)
 		/* the provider's producer index stays where it was */
 		qp->sq_cons = READ_ONCE(qp->sq.hdr->prod);
 		qp->sq_next = qp->sq_cons;
-		qp->sq_prod = qp->sq_cons;
 		WRITE_ONCE(qp->sq.hdr->cons, qp->sq_cons);
 		if (qp->has_rq) {
 			qp->rq_cons = READ_ONCE(qp->rq.hdr->prod);

@@ -352,7 +352,6 @@ void mrc_flush_sq(struct mrc_qp *qp, u8 first_status)
 		status = IB_WC_WR_FLUSH_ERR;
 	}
 	qp->sq_next = qp->sq_cons;
-	qp->sq_prod = qp->sq_cons;
 	qp->rd_outstanding = 0;
 }
 

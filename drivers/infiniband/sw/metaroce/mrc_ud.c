@@ -465,7 +465,6 @@ void mrc_ud_send_run(struct mrc_qp *qp)
 		/* free the slot first: a poller may post again at once */
 		qp->sq_cons++;
 		qp->sq_next = qp->sq_cons;
-		qp->sq_prod = qp->sq_cons;
 		mrc_ring_store(&qp->sq.hdr->cons, qp->sq_cons);
 		if (st != IB_WC_SUCCESS)
 			mrc_ud_cqe_send(qp, w->wr_id, 0, st);
