@@ -449,6 +449,83 @@ bool mrc_rx_has(const struct mrc_rx *rx, u32 psn);
  */
 u32 mrc_rx_sack(const struct mrc_rx *rx, u64 *words, u32 max);
 
+/* ---- write-after-write order of out-of-order placement ---- */
+
+/**
+ * struct mrc_wlog_ent - what one received PSN wrote.
+ * @va: first byte written (the packet's target address).
+ * @rkey: the key it was written through.
+ * @len: bytes written; 0 for a PSN that wrote no WRITE target.
+ */
+struct mrc_wlog_ent {
+	u64 va;
+	u32 rkey;
+	u32 len;
+};
+
+/**
+ * struct mrc_wlog - the WRITE targets of the PSNs in the receive window.
+ * @ents: caller-provided, @n entries; PSN p uses entry p & (@n - 1).
+ * @n: a power of two, at least the receive window (mrc_rx.nbits).
+ * @high: one past the highest PSN recorded.
+ *
+ * Packets are placed as they arrive, so a late packet of an earlier WRITE
+ * could overwrite bytes that a later WRITE to the same memory has already
+ * placed.  RC requires the later one to win: a late packet writes only the
+ * bytes that no higher PSN has written yet.  Higher PSNs that arrive
+ * afterwards overwrite as usual.
+ */
+struct mrc_wlog {
+	struct mrc_wlog_ent *ents;
+	u32 n;
+	u32 high;
+};
+
+/**
+ * struct mrc_piece - part of a packet's payload: [@off, @off + @len).
+ * @off: offset in the payload.
+ * @len: bytes.
+ */
+struct mrc_piece {
+	u32 off;
+	u32 len;
+};
+
+void mrc_wlog_init(struct mrc_wlog *w, struct mrc_wlog_ent *ents, u32 n,
+		   u32 epsn);
+
+/**
+ * mrc_wlog_record() - note what a newly received PSN wrote.
+ * @w: the log.
+ * @psn: the PSN (received for the first time).
+ * @va: its target address, if a WRITE.
+ * @rkey: its key.
+ * @len: bytes it wrote to a WRITE target, 0 for any other packet.
+ */
+void mrc_wlog_record(struct mrc_wlog *w, u32 psn, u64 va, u32 rkey, u32 len);
+
+/**
+ * mrc_wlog_pieces() - the parts of a new WRITE packet that it may write.
+ * @w: the log.
+ * @rx: the receiver's PSN space (which PSNs have arrived).
+ * @psn: the packet's PSN, not yet received.
+ * @va: its target address.
+ * @rkey: its key.
+ * @len: its payload length.
+ * @out: out: the pieces, ascending offsets not guaranteed.
+ * @max: room in @out (at least 1).
+ *
+ * Removes from [0, @len) every byte that a received PSN above @psn wrote
+ * through the same key.  Whatever remains is the newest data for those
+ * bytes so far.
+ *
+ * Return: the number of pieces (0: a later WRITE covered it all), or -1 if
+ * more than @max pieces would be needed.
+ */
+int mrc_wlog_pieces(const struct mrc_wlog *w, const struct mrc_rx *rx,
+		    u32 psn, u64 va, u32 rkey, u32 len, struct mrc_piece *out,
+		    int max);
+
 /* ---- ACK coalescing ---- */
 
 #define MRC_ACKC_FILL		0x01	/* arrival filling the hole at nxt */

@@ -42,6 +42,7 @@
 /* transport sizing */
 #define MRC_TX_SLOTS		1024	/* sender scoreboard, power of two */
 #define MRC_RX_BITS		1024	/* receiver window, power of two */
+#define MRC_WLOG_PIECES		16	/* a late WRITE packet cut into at most */
 #define MRC_RESP_CACHE		16	/* atomic responses kept for replays */
 #define MRC_RD_QUEUE		64	/* READ/atomic requests waiting or being served */
 #define MRC_READ_CHUNK		256	/* most PSNs one READ request packet asks for */
@@ -116,6 +117,7 @@ enum mrc_stat {
 	MRC_ST_CREDIT_POOL,
 	MRC_ST_CREDIT_CUTS,
 	MRC_ST_ORDERED_DISCARDS,
+	MRC_ST_WRITE_OVERLAP_CUTS,
 	MRC_ST_PATH_SLOT0,	/* MRC_PATH_SLOTS counters follow */
 	MRC_ST_DROP_BASE = MRC_ST_PATH_SLOT0 + 8,	/* MRC_DROP_NR - 1 counters follow */
 	MRC_ST_NR = MRC_ST_DROP_BASE + MRC_DROP_NR - 1
@@ -449,6 +451,8 @@ struct mrc_qp {
 	/* responder */
 	struct mrc_rx rx;
 	u64 *rx_map;
+	struct mrc_wlog wlog;		/* RC: WRITE targets of the window */
+	struct mrc_wlog_ent *wlog_ents;
 	struct mrc_ackc ackc;
 	u32 last_tsval;
 	u32 last_arrival;

@@ -86,6 +86,7 @@ static void mrc_qp_free_bufs(struct mrc_qp *qp)
 	kvfree(qp->sq_shadow);
 	kvfree(qp->tx_slots);
 	kfree(qp->rx_map);
+	kvfree(qp->wlog_ents);
 	kvfree(qp->rmsg);
 	kfree(qp->path_ents);
 	qp->path_ents = NULL;
@@ -93,6 +94,7 @@ static void mrc_qp_free_bufs(struct mrc_qp *qp)
 	qp->sq_shadow = NULL;
 	qp->tx_slots = NULL;
 	qp->rx_map = NULL;
+	qp->wlog_ents = NULL;
 	qp->rmsg = NULL;
 }
 
@@ -167,12 +169,16 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->tx_slots = kvcalloc(MRC_TX_SLOTS, sizeof(*qp->tx_slots),
 				GFP_KERNEL);
 	qp->rx_map = kcalloc(MRC_RX_BITS / 64, sizeof(u64), GFP_KERNEL);
+	if (init->qp_type == IB_QPT_RC)
+		qp->wlog_ents = kvcalloc(MRC_RX_BITS, sizeof(*qp->wlog_ents),
+					 GFP_KERNEL);
 	qp->rmsg = kvcalloc(qp->rmsg_n, sizeof(*qp->rmsg), GFP_KERNEL);
 	qp->ordered = mdev->ordered;
 	nent = qp->ordered ? 1 : mdev->entropies;
 	qp->path_ents = kcalloc(nent, sizeof(*qp->path_ents), GFP_KERNEL);
 	if (!qp->swqe || !qp->sq_shadow || !qp->tx_slots || !qp->rx_map ||
-	    !qp->rmsg || !qp->path_ents)
+	    !qp->rmsg || !qp->path_ents ||
+	    (init->qp_type == IB_QPT_RC && !qp->wlog_ents))
 		goto err_bufs;
 	mrc_path_init(&qp->path, qp->path_ents, nent, get_random_u32(),
 		      mrc_path_aware);
@@ -392,6 +398,9 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			qp->pmtu_shift--;
 		/* PSNs are 24 bits in the verbs API: start inside that space */
 		mrc_rx_init(&qp->rx, qp->rx_map, MRC_RX_BITS, qp->rq_psn_attr);
+		if (qp->wlog_ents)
+			mrc_wlog_init(&qp->wlog, qp->wlog_ents, MRC_RX_BITS,
+				      qp->rq_psn_attr);
 		mrc_ackc_init(&qp->ackc, mrc_ack_every ? mrc_ack_every : 1,
 			      mrc_ack_delay_us);
 		qp->ooo_nak = false;

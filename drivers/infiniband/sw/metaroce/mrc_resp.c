@@ -245,8 +245,9 @@ static struct mrc_mr *mrc_target_mr(struct mrc_qp *qp, u32 rkey, u64 va,
 static int mrc_place_write(struct mrc_qp *qp, const struct mrc_pkt *p,
 			   const void *payload)
 {
+	struct mrc_piece pc[MRC_WLOG_PIECES];
 	struct mrc_mr *mr;
-	int err;
+	int err, n, i;
 
 	/* zero-length WRITEs touch no memory: no rkey check (IBTA C9-88) */
 	if (!p->pay_len)
@@ -255,14 +256,40 @@ static int mrc_place_write(struct mrc_qp *qp, const struct mrc_pkt *p,
 			   IB_ACCESS_REMOTE_WRITE, MRC_ACC_REMOTE_WRITE);
 	if (!mr)
 		return -EACCES;
-	err = mrc_mr_copy(mr, p->req.va, (void *)payload, p->pay_len, true);
+	/* a newer WRITE may have placed some of these bytes already */
+	n = mrc_wlog_pieces(&qp->wlog, &qp->rx, p->psn, p->req.va,
+			    p->req.rkey, p->pay_len, pc, ARRAY_SIZE(pc));
+	if (n < 0) {
+		/* not placed and not marked: the sender resends it */
+		mrc_mr_put(mr);
+		return -ENOSPC;
+	}
+	if (n != 1 || pc[0].len != p->pay_len)
+		mrc_stat_inc(qp->mdev, MRC_ST_WRITE_OVERLAP_CUTS);
+	for (i = 0, err = 0; i < n && !err; i++)
+		err = mrc_mr_copy(mr, p->req.va + pc[i].off,
+				  (void *)payload + pc[i].off, pc[i].len, true);
 	mrc_mr_put(mr);
 	return err;
 }
 
+/* note what the PSNs of a new packet wrote, for later late arrivals */
+static void mrc_resp_wlog(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n)
+{
+	u32 i;
+
+	if (p->opcode == MRC_OP_WRITE) {
+		mrc_wlog_record(&qp->wlog, p->psn, p->req.va, p->req.rkey,
+				p->pay_len);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		mrc_wlog_record(&qp->wlog, p->psn + i, 0, 0, 0);
+}
+
 /*
  * Place one SEND or WRITE packet.  Return: 0 placed; 1 RNR (do not mark);
- * -1 error recorded (do not mark).
+ * 2 dropped for now (do not mark); -1 error recorded (do not mark).
  */
 static int mrc_place_data(struct mrc_qp *qp, const struct mrc_pkt *p,
 			  const void *payload)
@@ -282,7 +309,10 @@ static int mrc_place_data(struct mrc_qp *qp, const struct mrc_pkt *p,
 		}
 	}
 	if (p->opcode == MRC_OP_WRITE) {
-		if (mrc_place_write(qp, p, payload)) {
+		err = mrc_place_write(qp, p, payload);
+		if (err == -ENOSPC)
+			return 2;
+		if (err) {
 			mrc_resp_set_err(qp, p->psn, MRC_SYN_REM_ACCESS);
 			return -1;
 		}
@@ -737,6 +767,11 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	case MRC_OP_SEND:
 	case MRC_OP_WRITE:
 		r = mrc_place_data(qp, p, payload);
+		if (r == 2) {
+			/* too many newer WRITEs inside it: the resend decides */
+			mrc_count_drop(mdev, MRC_DROP_NO_RESOURCE);
+			goto out;
+		}
 		if (r > 0) {
 			mrc_send_ack(qp, MRC_SYN_RNR, p->psn);
 			goto out;
@@ -756,6 +791,7 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	ooo = qp->rx.ooo;
 	holes = qp->rx.holes;
 	mrc_rx_accept(&qp->rx, p->psn, n);
+	mrc_resp_wlog(qp, p, n);
 	if (qp->rx.ooo != ooo)
 		mrc_stat_add(mdev, MRC_ST_OOO_PKTS, qp->rx.ooo - ooo);
 	if (qp->rx.holes != holes)
