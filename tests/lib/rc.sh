@@ -51,8 +51,9 @@ MRC_VERIFY=$RC_REPO/tests/tools/mrc_verify
 GID_A='' GID_B=''
 
 rc_build_tools() {
-	local src=$RC_REPO/tests/tools/mrc_verify.c
-	if [ -x "$MRC_VERIFY" ] && ! [ "$src" -nt "$MRC_VERIFY" ]; then
+	local t=$RC_REPO/tests/tools
+	if [ -x "$MRC_VERIFY" ] && ! [ "$t/mrc_verify.c" -nt "$MRC_VERIFY" ] &&
+		[ -x "$t/mrc_waw" ] && ! [ "$t/mrc_waw.c" -nt "$t/mrc_waw" ]; then
 		return 0
 	fi
 	make -s -C "$RC_REPO/tests/tools" >/tmp/rc_build.log 2>&1 || {

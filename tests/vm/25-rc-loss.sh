@@ -6,6 +6,7 @@
 # issues requests) pb carries the data and pa the ACKs.
 #
 # Every case must finish with all data verified and no error completion.
+# mrc_waw checks that overlapping WRITEs leave the last one's data.
 # Selective retransmission: hostA's retransmitted_packets must stay close
 # to what netem dropped: retransmitted <= 3 x lost + (50 + 1 % of tx).
 # vm-test-timeout: 420
@@ -17,7 +18,7 @@ set -uo pipefail
 trap topo_cleanup EXIT
 
 rc_dmesg_mark
-if ! t_check "build mrc_verify" rc_build_tools; then t_summary; exit 1; fi
+if ! t_check "build mrc_verify and mrc_waw" rc_build_tools; then t_summary; exit 1; fi
 if ! rc_setup --mtu 9000 >/tmp/rc_setup.log 2>&1; then
 	t_fail "two hosts with metaroce devices" "$(cat /tmp/rc_setup.log)"
 	t_summary
@@ -197,6 +198,36 @@ if [ "$dupB" -gt 0 ]; then
 else
 	t_fail "netem duplicates are counted as duplicate_packets" "0 at hostB"
 fi
+
+# --- write-after-write order -----------------------------------------------------------
+# Packets are placed as they arrive, so a late or resent packet of one WRITE
+# can land after a later WRITE to the same bytes. mrc_waw posts 4 WRITEs to
+# one buffer per round, then a SEND; the server checks every byte holds the
+# last WRITE's pattern. write_overlap_cuts counts the late packets whose
+# bytes a newer WRITE had already written (so the check had something to
+# catch).
+MRC_WAW=$RC_REPO/tests/tools/mrc_waw
+waw() { # waw DESC PB-SHAPE
+	local desc=$1 rc=0 cuts
+	shape "$PB" "$2"
+	shape "$PA" -
+	rc_snap b0 "$RC_DEV_B"
+	srv_cli --timeout 120 --log /tmp/waw \
+		in_host "$TOPO_B" "$MRC_WAW" -s -r 100 -w 4 -l 65536 "$TOPO_B_IP" -- \
+		in_host "$TOPO_A" "$MRC_WAW" -r 100 -w 4 -l 65536 "$TOPO_B_IP" || rc=$?
+	rc_snap b1 "$RC_DEV_B"
+	cuts=$(rc_delta b0 b1 write_overlap_cuts)
+	if [ "$rc" -eq 0 ] && grep -q '^waw: ok' /tmp/waw.srv && grep -q '^waw: ok' /tmp/waw.cli &&
+		[ "$cuts" -gt 0 ]; then
+		t_ok "$desc: 100 rounds of 4 overlapping 64 KiB WRITEs, the last one's data every time; $cuts late packets cut short at hostB"
+	else
+		t_fail "$desc: overlapping WRITEs keep the last one's data (exit $rc, write_overlap_cuts $cuts)" \
+			"$(tail -n 5 /tmp/waw.cli)" "$(tail -n 5 /tmp/waw.srv)"
+	fi
+}
+waw "2 % loss on the data direction" "loss 2%"
+waw "reordering (delay 1ms reorder 30% 50%) on the data direction" "delay 1ms reorder 30% 50%"
+shape "$PB" -
 
 # --- outages mid-run ------------------------------------------------------------------
 lcase "50 ms outage towards hostB mid-run" - - report \
