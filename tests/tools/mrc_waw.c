@@ -51,29 +51,18 @@ static int die(const char *what)
 	return 1;
 }
 
-static int wait_send(struct rdma_cm_id *id)
+/* one completion of the send (or receive) queue, which must be a success */
+static int wait_comp(struct rdma_cm_id *id, int recv)
 {
 	struct ibv_wc wc;
+	int r;
 
-	if (rdma_get_send_comp(id, &wc) <= 0)
-		return die("rdma_get_send_comp");
+	r = recv ? rdma_get_recv_comp(id, &wc) : rdma_get_send_comp(id, &wc);
+	if (r <= 0)
+		return die(recv ? "rdma_get_recv_comp" : "rdma_get_send_comp");
 	if (wc.status != IBV_WC_SUCCESS) {
-		fprintf(stderr, "waw: send completion %s\n",
-			ibv_wc_status_str(wc.status));
-		return 1;
-	}
-	return 0;
-}
-
-static int wait_recv(struct rdma_cm_id *id)
-{
-	struct ibv_wc wc;
-
-	if (rdma_get_recv_comp(id, &wc) <= 0)
-		return die("rdma_get_recv_comp");
-	if (wc.status != IBV_WC_SUCCESS) {
-		fprintf(stderr, "waw: receive completion %s\n",
-			ibv_wc_status_str(wc.status));
+		fprintf(stderr, "waw: %s completion %s\n",
+			recv ? "receive" : "send", ibv_wc_status_str(wc.status));
 		return 1;
 	}
 	return 0;
@@ -114,12 +103,12 @@ static int server(struct rdma_addrinfo *res, struct ibv_qp_init_attr *attr)
 	out->rkey = htobe32(mr->rkey);
 	if (rdma_post_send(id, NULL, out, sizeof(*out), outmr, IBV_SEND_SIGNALED))
 		return die("rdma_post_send");
-	if (wait_send(id))
+	if (wait_comp(id, 0))
 		return 1;
 	for (r = 0; r < rounds; r++) {
 		uint32_t last;
 
-		if (wait_recv(id))
+		if (wait_comp(id, 1))
 			return 1;
 		if (be32toh(in->round) != r) {
 			fprintf(stderr, "waw: round %u announced as %u\n", r,
@@ -148,7 +137,7 @@ static int server(struct rdma_addrinfo *res, struct ibv_qp_init_attr *attr)
 		if (rdma_post_send(id, NULL, out, sizeof(*out), outmr,
 				   IBV_SEND_SIGNALED))
 			return die("rdma_post_send");
-		if (wait_send(id))
+		if (wait_comp(id, 0))
 			return 1;
 		if (out->bad)
 			return 1;
@@ -184,7 +173,7 @@ static int client(struct rdma_addrinfo *res, struct ibv_qp_init_attr *attr)
 		return die("rdma_post_recv");
 	if (rdma_connect(id, NULL))
 		return die("rdma_connect");
-	if (wait_recv(id))
+	if (wait_comp(id, 1))
 		return 1;
 	raddr = be64toh(in->addr);
 	rkey = be32toh(in->rkey);
@@ -204,9 +193,9 @@ static int client(struct rdma_addrinfo *res, struct ibv_qp_init_attr *attr)
 				   IBV_SEND_SIGNALED))
 			return die("rdma_post_send");
 		for (j = 0; j <= writes; j++)
-			if (wait_send(id))
+			if (wait_comp(id, 0))
 				return 1;
-		if (wait_recv(id))
+		if (wait_comp(id, 1))
 			return 1;
 		if (be32toh(in->round) != r) {
 			fprintf(stderr, "waw: answer for round %u, want %u\n",
