@@ -830,6 +830,16 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 	if (r.una_advanced && qp->rnr_left != qp->rnr_retry &&
 	    !qp->rnr_wait)
 		qp->rnr_left = qp->rnr_retry;
+	/*
+	 * Nothing to resend, no work request waiting and no responder
+	 * output: a pass of the send engine would only re-arm the timer.
+	 */
+	if (kick && qp->state == IB_QPS_RTS && !qp->tx.lost && !qp->rnr_wait &&
+	    qp->sq_next == mrc_ring_load(&qp->sq.hdr->prod) &&
+	    !mrc_resp_pending(qp)) {
+		mrc_tx_timer_update(qp);
+		kick = false;
+	}
 	spin_unlock_bh(&qp->lock);
 	mrc_flush_txq(qp);
 	if (kick)
