@@ -15,12 +15,14 @@
  * server checks each byte of the buffer against the last WRITE's pattern
  * and answers with a SEND: 0, or the first bad offset plus one and the
  * WRITE of the round whose pattern the byte has.  The client waits for the
- * answer before the next round.  Both print "waw: ok, ..." and exit 0, or
- * say what went wrong and exit 1.
+ * answer before the next round.  At the end the server disconnects once
+ * its last answer is acknowledged, and the client waits for that.  Both
+ * print "waw: ok, ..." and exit 0, or say what went wrong and exit 1.
  */
 #include <endian.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +67,34 @@ static int wait_comp(struct rdma_cm_id *id, int recv)
 			recv ? "receive" : "send", ibv_wc_status_str(wc.status));
 		return 1;
 	}
+	return 0;
+}
+
+/*
+ * The client leaves only when the server disconnects, which it does once
+ * its last answer is acknowledged: leaving earlier could strand that
+ * answer's ACK (lost on a lossy link) and fail the server's SEND.
+ */
+static int wait_disconnect(struct rdma_cm_id *id)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+	struct pollfd pfd;
+	int type;
+
+	if (!ch || rdma_migrate_id(id, ch))
+		return die("rdma_migrate_id");
+	pfd = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	do {
+		if (poll(&pfd, 1, 60000) <= 0) {
+			fprintf(stderr, "waw: no disconnect from the server in 60 s\n");
+			return 1;
+		}
+		if (rdma_get_cm_event(ch, &ev))
+			return die("rdma_get_cm_event");
+		type = ev->event;
+		rdma_ack_cm_event(ev);
+	} while (type != RDMA_CM_EVENT_DISCONNECTED);
 	return 0;
 }
 
@@ -210,9 +240,10 @@ static int client(struct rdma_addrinfo *res, struct ibv_qp_init_attr *attr)
 			return 1;
 		}
 	}
+	if (wait_disconnect(id))
+		return 1;
 	printf("waw: ok, %u rounds of %u overlapping %u-byte WRITEs checked\n",
 	       rounds, writes, len);
-	rdma_disconnect(id);
 	return 0;
 }
 
