@@ -12,6 +12,12 @@
 #                    ep_cfg line (UCX_LOG_LEVEL=info), and the bytes must
 #                    show up in both devices' counters and on the switch.
 #                    ucx_perftest does not check data; the MPI runs do.
+#                    ucp_put_bw does depend on it: every put writes the
+#                    same buffer and the receiver waits for an end marker
+#                    in its last byte, so a late packet of an earlier put
+#                    landing after the last one hangs the run (it did, 1
+#                    run in 12, until the responder kept write-after-write
+#                    order; tests/tools/mrc_waw checks that directly).
 #   Open MPI         tests/tools/mrc_allreduce (MPI_Allreduce from 8 B to
 #                    16 MiB, every element checked on every rank), one
 #                    rank per host:
