@@ -33,26 +33,16 @@ static int mrc_res_put(struct sk_buff *msg, const struct mrc_res_u32 *v,
 	return 0;
 }
 
-static u32 mrc_res_ring_prod(const struct mrc_ring *r)
-{
-	return r->hdr ? READ_ONCE(r->hdr->prod) : 0;
-}
-
-static u32 mrc_res_ring_cons(const struct mrc_ring *r)
-{
-	return r->hdr ? READ_ONCE(r->hdr->cons) : 0;
-}
-
-#define MRC_RES_QP_MAX	32
+#define MRC_RES_MAX	32
 
 struct mrc_res_list {
-	struct mrc_res_u32 v[MRC_RES_QP_MAX];
+	struct mrc_res_u32 v[MRC_RES_MAX];
 	unsigned int n;
 };
 
 static void mrc_res_add(struct mrc_res_list *l, const char *name, u32 val)
 {
-	if (!WARN_ON_ONCE(l->n >= MRC_RES_QP_MAX))
+	if (!WARN_ON_ONCE(l->n >= MRC_RES_MAX))
 		l->v[l->n++] = (struct mrc_res_u32){ name, val };
 }
 
@@ -64,12 +54,12 @@ int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	spin_lock_bh(&qp->lock);
 	/* SQ: what userspace published, what was started, what is done */
 	mrc_res_add(&l, "sq_depth", qp->sq.depth);
-	mrc_res_add(&l, "sq_user_prod", mrc_res_ring_prod(&qp->sq));
+	mrc_res_add(&l, "sq_user_prod", mrc_ring_load(&qp->sq.hdr->prod));
 	mrc_res_add(&l, "sq_next", qp->sq_next);
 	mrc_res_add(&l, "sq_cons", qp->sq_cons);
 	if (qp->has_rq) {
 		mrc_res_add(&l, "rq_depth", qp->rq.depth);
-		mrc_res_add(&l, "rq_user_prod", mrc_res_ring_prod(&qp->rq));
+		mrc_res_add(&l, "rq_user_prod", mrc_ring_load(&qp->rq.hdr->prod));
 		mrc_res_add(&l, "rq_cons", qp->rq_cons);
 	}
 	/* the RC transport state; UD and GSI QPs only have their rings */
@@ -106,15 +96,15 @@ int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 int mrc_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
 {
 	struct mrc_cq *cq = to_mcq(ibcq);
-	struct mrc_res_u32 v[4];
+	struct mrc_res_list l = { .n = 0 };
 	unsigned long flags;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	v[0] = (struct mrc_res_u32){ "depth", cq->ring.depth };
-	v[1] = (struct mrc_res_u32){ "prod", cq->prod };
-	v[2] = (struct mrc_res_u32){ "cons", cq->is_user ?
-				     mrc_res_ring_cons(&cq->ring) : cq->kcons };
-	v[3] = (struct mrc_res_u32){ "overflow", cq->overflow };
+	mrc_res_add(&l, "depth", cq->ring.depth);
+	mrc_res_add(&l, "prod", cq->prod);
+	mrc_res_add(&l, "cons", cq->is_user ?
+		    mrc_ring_load(&cq->ring.hdr->cons) : cq->kcons);
+	mrc_res_add(&l, "overflow", cq->overflow);
 	spin_unlock_irqrestore(&cq->lock, flags);
-	return mrc_res_put(msg, v, ARRAY_SIZE(v));
+	return mrc_res_put(msg, l.v, l.n);
 }
