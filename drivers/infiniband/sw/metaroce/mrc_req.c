@@ -548,6 +548,18 @@ void mrc_tx_timer_update(struct mrc_qp *qp)
 				  NSEC_PER_USEC), HRTIMER_MODE_REL_SOFT);
 }
 
+/*
+ * Would mrc_send_run() find anything to do (locked)?  Outside RTS it
+ * always may (flush, drain); in RTS: responder output, lost PSNs, an RNR
+ * wait to end, or a work request not yet (fully) sent.
+ */
+static bool mrc_send_has_work(const struct mrc_qp *qp)
+{
+	return qp->state != IB_QPS_RTS || mrc_resp_pending(qp) ||
+	       qp->tx.lost || qp->rnr_wait ||
+	       qp->sq_next != mrc_ring_load(&qp->sq.hdr->prod);
+}
+
 /**
  * mrc_send_run() - one pass of the send engine: responder output (ACKs,
  * READ and atomic responses), retransmissions, then new packets.
@@ -830,13 +842,8 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 	if (r.una_advanced && qp->rnr_left != qp->rnr_retry &&
 	    !qp->rnr_wait)
 		qp->rnr_left = qp->rnr_retry;
-	/*
-	 * Nothing to resend, no work request waiting and no responder
-	 * output: a pass of the send engine would only re-arm the timer.
-	 */
-	if (kick && qp->state == IB_QPS_RTS && !qp->tx.lost && !qp->rnr_wait &&
-	    qp->sq_next == mrc_ring_load(&qp->sq.hdr->prod) &&
-	    !mrc_resp_pending(qp)) {
+	/* an idle pass of the send engine would only re-arm the timer */
+	if (kick && !mrc_send_has_work(qp)) {
 		mrc_tx_timer_update(qp);
 		kick = false;
 	}
