@@ -47,15 +47,16 @@
 
 RC_REPO=$(cd "${BASH_SOURCE[0]%/*}/../.." && pwd -P)
 MRC_VERIFY=$RC_REPO/tests/tools/mrc_verify
+MRC_WAW=$RC_REPO/tests/tools/mrc_waw
 : "${RC_DEV_A:=mrcA}" "${RC_DEV_B:=mrcB}"
 GID_A='' GID_B=''
 
 rc_build_tools() {
-	local t=$RC_REPO/tests/tools
-	if [ -x "$MRC_VERIFY" ] && ! [ "$t/mrc_verify.c" -nt "$MRC_VERIFY" ] &&
-		[ -x "$t/mrc_waw" ] && ! [ "$t/mrc_waw.c" -nt "$t/mrc_waw" ]; then
-		return 0
-	fi
+	local p stale=0
+	for p in "$MRC_VERIFY" "$MRC_WAW"; do
+		[ -x "$p" ] && ! [ "$p.c" -nt "$p" ] || stale=1
+	done
+	[ "$stale" = 1 ] || return 0
 	make -s -C "$RC_REPO/tests/tools" >/tmp/rc_build.log 2>&1 || {
 		cat /tmp/rc_build.log
 		return 1

@@ -98,11 +98,33 @@ static int wait_disconnect(struct rdma_cm_id *id)
 	return 0;
 }
 
+/* the message buffers of one side, registered; one receive posted */
+struct waw_msgs {
+	struct waw_msg *in, *out;
+	struct ibv_mr *inmr, *outmr;
+};
+
+static int msgs_setup(struct rdma_cm_id *id, struct waw_msgs *m)
+{
+	m->in = calloc(1, sizeof(*m->in));
+	m->out = calloc(1, sizeof(*m->out));
+	if (!m->in || !m->out)
+		return die("malloc");
+	m->inmr = rdma_reg_msgs(id, m->in, sizeof(*m->in));
+	m->outmr = rdma_reg_msgs(id, m->out, sizeof(*m->out));
+	if (!m->inmr || !m->outmr)
+		return die("rdma_reg_msgs");
+	if (rdma_post_recv(id, NULL, m->in, sizeof(*m->in), m->inmr))
+		return die("rdma_post_recv");
+	return 0;
+}
+
 static int server(struct rdma_addrinfo *res, struct ibv_qp_init_attr *attr)
 {
 	struct rdma_cm_id *lid, *id;
+	struct waw_msgs m;
 	struct waw_msg *in, *out;
-	struct ibv_mr *mr, *inmr, *outmr;
+	struct ibv_mr *mr;
 	uint8_t *buf;
 	uint32_t r;
 	uint64_t i;
@@ -115,23 +137,21 @@ static int server(struct rdma_addrinfo *res, struct ibv_qp_init_attr *attr)
 	if (rdma_get_request(lid, &id))
 		return die("rdma_get_request");
 	buf = aligned_alloc(4096, len);
-	in = calloc(1, sizeof(*in));
-	out = calloc(1, sizeof(*out));
-	if (!buf || !in || !out)
+	if (!buf)
 		return die("malloc");
 	memset(buf, 0, len);
 	mr = rdma_reg_write(id, buf, len);
-	inmr = rdma_reg_msgs(id, in, sizeof(*in));
-	outmr = rdma_reg_msgs(id, out, sizeof(*out));
-	if (!mr || !inmr || !outmr)
-		return die("rdma_reg");
-	if (rdma_post_recv(id, NULL, in, sizeof(*in), inmr))
-		return die("rdma_post_recv");
+	if (!mr)
+		return die("rdma_reg_write");
+	if (msgs_setup(id, &m))
+		return 1;
+	in = m.in;
+	out = m.out;
 	if (rdma_accept(id, NULL))
 		return die("rdma_accept");
 	out->addr = htobe64((uintptr_t)buf);
 	out->rkey = htobe32(mr->rkey);
-	if (rdma_post_send(id, NULL, out, sizeof(*out), outmr, IBV_SEND_SIGNALED))
+	if (rdma_post_send(id, NULL, out, sizeof(*out), m.outmr, IBV_SEND_SIGNALED))
 		return die("rdma_post_send");
 	if (wait_comp(id, 0))
 		return 1;
@@ -145,7 +165,7 @@ static int server(struct rdma_addrinfo *res, struct ibv_qp_init_attr *attr)
 				be32toh(in->round));
 			return 1;
 		}
-		if (rdma_post_recv(id, NULL, in, sizeof(*in), inmr))
+		if (rdma_post_recv(id, NULL, in, sizeof(*in), m.inmr))
 			return die("rdma_post_recv");
 		last = r * writes + writes - 1;
 		out->round = htobe32(r);
@@ -164,7 +184,7 @@ static int server(struct rdma_addrinfo *res, struct ibv_qp_init_attr *attr)
 				r, i, buf[i], pat(last, i), writes - 1, j);
 			break;
 		}
-		if (rdma_post_send(id, NULL, out, sizeof(*out), outmr,
+		if (rdma_post_send(id, NULL, out, sizeof(*out), m.outmr,
 				   IBV_SEND_SIGNALED))
 			return die("rdma_post_send");
 		if (wait_comp(id, 0))
@@ -180,8 +200,9 @@ static int server(struct rdma_addrinfo *res, struct ibv_qp_init_attr *attr)
 
 static int client(struct rdma_addrinfo *res, struct ibv_qp_init_attr *attr)
 {
+	struct waw_msgs m;
 	struct waw_msg *in, *out;
-	struct ibv_mr *src_mr, *inmr, *outmr;
+	struct ibv_mr *src_mr;
 	struct rdma_cm_id *id;
 	uint64_t raddr, i;
 	uint32_t rkey, r, j;
@@ -190,17 +211,15 @@ static int client(struct rdma_addrinfo *res, struct ibv_qp_init_attr *attr)
 	if (rdma_create_ep(&id, res, NULL, attr))
 		return die("rdma_create_ep");
 	src = aligned_alloc(4096, (size_t)writes * len);
-	in = calloc(1, sizeof(*in));
-	out = calloc(1, sizeof(*out));
-	if (!src || !in || !out)
+	if (!src)
 		return die("malloc");
 	src_mr = ibv_reg_mr(id->pd, src, (size_t)writes * len, 0);
-	inmr = rdma_reg_msgs(id, in, sizeof(*in));
-	outmr = rdma_reg_msgs(id, out, sizeof(*out));
-	if (!src_mr || !inmr || !outmr)
-		return die("register");
-	if (rdma_post_recv(id, NULL, in, sizeof(*in), inmr))
-		return die("rdma_post_recv");
+	if (!src_mr)
+		return die("ibv_reg_mr");
+	if (msgs_setup(id, &m))
+		return 1;
+	in = m.in;
+	out = m.out;
 	if (rdma_connect(id, NULL))
 		return die("rdma_connect");
 	if (wait_comp(id, 1))
@@ -211,7 +230,7 @@ static int client(struct rdma_addrinfo *res, struct ibv_qp_init_attr *attr)
 		for (j = 0; j < writes; j++)
 			for (i = 0; i < len; i++)
 				src[(size_t)j * len + i] = pat(r * writes + j, i);
-		if (rdma_post_recv(id, NULL, in, sizeof(*in), inmr))
+		if (rdma_post_recv(id, NULL, in, sizeof(*in), m.inmr))
 			return die("rdma_post_recv");
 		for (j = 0; j < writes; j++)
 			if (rdma_post_write(id, NULL, src + (size_t)j * len, len,
@@ -219,7 +238,7 @@ static int client(struct rdma_addrinfo *res, struct ibv_qp_init_attr *attr)
 					    rkey))
 				return die("rdma_post_write");
 		out->round = htobe32(r);
-		if (rdma_post_send(id, NULL, out, sizeof(*out), outmr,
+		if (rdma_post_send(id, NULL, out, sizeof(*out), m.outmr,
 				   IBV_SEND_SIGNALED))
 			return die("rdma_post_send");
 		for (j = 0; j <= writes; j++)

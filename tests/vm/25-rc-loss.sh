@@ -206,7 +206,6 @@ fi
 # last WRITE's pattern. write_overlap_cuts counts the late packets whose
 # bytes a newer WRITE had already written (so the check had something to
 # catch).
-MRC_WAW=$RC_REPO/tests/tools/mrc_waw
 waw() { # waw DESC PB-SHAPE
 	local desc=$1 rc=0 cuts
 	shape "$PB" "$2"
