@@ -134,14 +134,16 @@ enum mrc_syndrome {
 };
 
 #define MRC_PMTU_MIN_SHIFT	8	/* 256 bytes */
-#define MRC_PMTU_MAX_SHIFT	12	/* 4096 bytes */
+#define MRC_PMTU_IB_SHIFT	12	/* 4096 bytes, the largest IB path MTU */
+#define MRC_PMTU_MAX_SHIFT	13	/* 8192 bytes, jumbo segments */
 #define MRC_MAX_MSG_LEN		0x80000000u	/* 2 GiB */
 
 /**
  * struct mrc_pkt - a decoded header (host order).
  * @opcode: the packet type, enum mrc_opcode.
  * @flags: MRC_F_* bits of the base header.
- * @pmtu_shift: log2 of the message's segment size (the sender's MTU).
+ * @pmtu_shift: log2 of the message's segment size; in an ACK, log2 of
+ *	the largest segment the ACK's sender takes (0: not said).
  * @hdr_len: header length in bytes, extension included.
  * @pay_len: payload bytes after the header.
  * @dqpn: destination QP number (24 bits).

@@ -72,6 +72,7 @@ extern bool mrc_path_aware;
 extern bool mrc_ordered;
 extern bool mrc_cc_ecn;
 extern bool mrc_credits;
+extern bool mrc_jumbo;
 extern unsigned int mrc_credit_target_us;
 extern unsigned int mrc_credit_epoch_us;
 extern struct workqueue_struct *mrc_wq;
@@ -429,6 +430,7 @@ struct mrc_qp {
 	struct mrc_cc cc;
 	u32 win_max;			/* window limit (module parameter) */
 	u32 credit;			/* the peer's grant, 0: no limit */
+	u8 peer_seg_shift;		/* largest segment the peer takes, 0: unknown */
 	u32 spurious_rtos;		/* tx.spurious_rtos already acted on */
 	u32 spurious;			/* tx.spurious already counted */
 	bool sqd_notify;		/* SQD: raise IB_EVENT_SQ_DRAINED */
@@ -515,6 +517,7 @@ struct mrc_dev *mrc_dev_from_netdev(struct net_device *ndev);
 int mrc_register_device(struct mrc_dev *mdev, const char *name);
 enum ib_port_state mrc_port_state(struct mrc_dev *mdev);
 int mrc_mtu_payload(struct mrc_dev *mdev);
+u8 mrc_seg_shift_max(struct mrc_dev *mdev);
 
 /* mrc_ring.c */
 int mrc_ring_alloc(struct mrc_dev *mdev, struct mrc_ring *r, u32 depth,

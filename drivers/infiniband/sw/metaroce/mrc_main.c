@@ -70,6 +70,10 @@ bool mrc_cc_ecn = true;
 module_param_named(cc_ecn, mrc_cc_ecn, bool, 0644);
 MODULE_PARM_DESC(cc_ecn, "The sender window also reacts to ECN marks echoed in ACKs, DCTCP style (default on; needs cc)");
 
+bool mrc_jumbo = true;
+module_param_named(jumbo, mrc_jumbo, bool, 0644);
+MODULE_PARM_DESC(jumbo, "RC QPs with path MTU 4096 send 8192-byte segments once the peer's ACKs say it takes them (both netdevs' MTU at least 8296); read at each work request (default on)");
+
 bool mrc_credits = true;
 module_param_named(credits, mrc_credits, bool, 0644);
 MODULE_PARM_DESC(credits, "Receiver credits: ACKs grant each sending QP an equal share of a pool sized by the queueing delay in front of this receiver (default on)");

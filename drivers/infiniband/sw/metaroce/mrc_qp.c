@@ -419,6 +419,7 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 				    qp->win_max, mrc_cc_target_us);
 			qp->tx.wnd = mrc_cc_wnd(&qp->cc);
 			qp->credit = 0;
+			qp->peer_seg_shift = 0;
 			qp->spurious_rtos = 0;
 			qp->spurious = 0;
 			qp->gbn_valid = false;

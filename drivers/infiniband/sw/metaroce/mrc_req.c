@@ -60,6 +60,21 @@ static struct mrc_swqe *mrc_swqe(struct mrc_qp *qp, u32 idx)
 }
 
 /*
+ * The segment size of a new message: the path MTU's, except that a QP at
+ * the largest IB path MTU goes up to what both devices take (jumbo
+ * segments), once an ACK said how large that is for the peer.
+ */
+static u8 mrc_req_seg_shift(const struct mrc_qp *qp)
+{
+	if (qp->pmtu_shift == MRC_PMTU_IB_SHIFT &&
+	    qp->peer_seg_shift > MRC_PMTU_IB_SHIFT)
+		return max_t(u8, min(qp->peer_seg_shift,
+				     mrc_seg_shift_max(qp->mdev)),
+			     MRC_PMTU_IB_SHIFT);
+	return qp->pmtu_shift;
+}
+
+/*
  * Copy SQ slot @idx out of the (possibly user-mapped) ring and validate it.
  * Return: IB_WC_SUCCESS or the completion status to fail the WQE with.
  */
@@ -76,7 +91,7 @@ static u8 mrc_swqe_load(struct mrc_qp *qp, u32 idx)
 	memset(s, 0, sizeof(*s));
 	s->wr = *w;
 	s->started = true;
-	s->shift = qp->pmtu_shift;
+	s->shift = mrc_req_seg_shift(qp);
 	s->op = mrc_wr_op(w->opcode);
 	if (!s->op)
 		return IB_WC_LOC_QP_OP_ERR;
@@ -696,6 +711,8 @@ static void mrc_req_ack_feedback(struct mrc_qp *qp, u32 now,
 		mrc_stat_inc(mdev, MRC_ST_PATH_DELAY_SKIPS);
 	if (p->ack.ce_count)
 		mrc_stat_add(mdev, MRC_ST_ECN_ECHO, p->ack.ce_count);
+	if (p->pmtu_shift)
+		qp->peer_seg_shift = p->pmtu_shift;
 	/* a grant below the window's floor would stall: at least two */
 	qp->credit = p->ack.credit ? max_t(u32, p->ack.credit, 2) : 0;
 }

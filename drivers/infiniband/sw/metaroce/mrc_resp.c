@@ -25,6 +25,7 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 	struct mrc_pkt p;
 
 	mrc_pkt_init(qp, &p, MRC_OP_ACK, qp->rx.nxt, now);
+	p.pmtu_shift = mrc_seg_shift_max(qp->mdev);
 	p.ack.syndrome = syndrome;
 	p.ack.nak_psn = syndrome == MRC_SYN_ACK ? 0 : nak_psn;
 	p.ack.rnr_timer = syndrome == MRC_SYN_RNR ? qp->min_rnr_timer : 0;
@@ -714,6 +715,12 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	u64 ooo, holes;
 	int r;
 
+	/* larger than this device advertises: its netdev cannot answer it */
+	if (p->pmtu_shift > MRC_PMTU_IB_SHIFT &&
+	    p->pmtu_shift > mrc_seg_shift_max(mdev)) {
+		mrc_count_drop(mdev, MRC_DROP_BAD_PMTU);
+		return;
+	}
 	if (p->opcode == MRC_OP_READ_REQ)
 		n = mrc_seg_count(p->req.msg_len, p->pmtu_shift);
 

@@ -73,6 +73,10 @@ int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 		mrc_res_add(&l, "cwnd", qp->cc.cwnd >> 8);	/* packets */
 		mrc_res_add(&l, "win_max", qp->win_max);
 		mrc_res_add(&l, "peer_credit", qp->credit);
+		/* segment sizes in bytes: the path MTU's, the peer's largest */
+		mrc_res_add(&l, "seg_path", 1u << qp->pmtu_shift);
+		mrc_res_add(&l, "seg_peer_max",
+			    qp->peer_seg_shift ? 1u << qp->peer_seg_shift : 0);
 		mrc_res_add(&l, "srtt_us", qp->tx.rtt.srtt);
 		mrc_res_add(&l, "rto_us", qp->tx.rtt.rto);
 		mrc_res_add(&l, "rto_backoff", qp->tx.rtt.backoff);

@@ -273,7 +273,7 @@ out:
 static u8 mrc_ud_mtu_shift(struct mrc_dev *mdev)
 {
 	int pay = mrc_mtu_payload(mdev);
-	u8 shift = MRC_PMTU_MAX_SHIFT;
+	u8 shift = MRC_PMTU_IB_SHIFT;
 
 	while (shift > MRC_PMTU_MIN_SHIFT && (1 << shift) > pay)
 		shift--;

@@ -16,6 +16,22 @@ int mrc_mtu_payload(struct mrc_dev *mdev)
 	       MRC_BTH_LEN - MRC_REQ_LEN;
 }
 
+/*
+ * log2 of the largest segment this device sends and takes on RC QPs: what
+ * one packet carries on the netdev, up to 8192 bytes with jumbo segments
+ * on (else the IB limit, 4096).  ACKs advertise it to the requester.
+ */
+u8 mrc_seg_shift_max(struct mrc_dev *mdev)
+{
+	int pay = mrc_mtu_payload(mdev);
+	u8 shift = READ_ONCE(mrc_jumbo) ? MRC_PMTU_MAX_SHIFT :
+					   MRC_PMTU_IB_SHIFT;
+
+	while (shift > MRC_PMTU_MIN_SHIFT && (1 << shift) > pay)
+		shift--;
+	return shift;
+}
+
 static enum ib_mtu mrc_active_mtu(struct mrc_dev *mdev)
 {
 	int pay = mrc_mtu_payload(mdev);

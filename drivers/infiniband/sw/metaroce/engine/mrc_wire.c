@@ -9,8 +9,9 @@
  * - Byte 0: the high nibble is the version (not 1: BAD_VERSION); the low
  *   nibble is reserved (not 0: BAD_FIELD).
  * - pmtu_shift: every request and response names its message's segment
- *   size, 8..12.  An ACK belongs to no message and carries 0; any other
- *   value is BAD_PMTU.
+ *   size, 8..13 (13: jumbo segments; a UD_SEND 8..12).  An ACK belongs to
+ *   no message: it advertises the largest segment its sender takes, 8..13,
+ *   or 0 for none said.  Anything else is BAD_PMTU.
  * - Flags: SEND takes ACKREQ, SOLICITED, RETX, LAST, IMM, INV; WRITE the
  *   same without INV, and SOLICITED only together with IMM; READ_REQ and
  *   the atomics ACKREQ and RETX; responses RETX only; an ACK none; UD_SEND
@@ -28,8 +29,8 @@
  *   are not sequenced).  The Q_Key is carried as is: the receiving QP
  *   decides whether it matches.
  * - ACK: known syndrome, RNR timer code < 32, ACK flags in MRC_ACKF_ALL,
- *   the 8 reserved bytes zero.  The credit field is carried as is (it has
- *   no meaning in version 1 and receivers ignore it).
+ *   the 8 reserved bytes zero.  The credit field is carried as is: any
+ *   value is a valid grant.
  *
  * Length and offset problems return BAD_LENGTH; a payload length that
  * disagrees with the datagram, the opcode or the segment size BAD_PAY_LEN.
@@ -290,13 +291,12 @@ int mrc_wire_parse(const void *buf, u32 len, struct mrc_pkt *p)
 		return -MRC_DROP_BAD_FIELD;
 	if (b[MRC_BTH_OFF_RSVD])
 		return -MRC_DROP_BAD_FIELD;
-	if (p->opcode == MRC_OP_ACK) {
-		if (p->pmtu_shift)
-			return -MRC_DROP_BAD_PMTU;
-	} else if (p->pmtu_shift < MRC_PMTU_MIN_SHIFT ||
-		   p->pmtu_shift > MRC_PMTU_MAX_SHIFT) {
+	/* an ACK may leave its segment advertisement out; datagrams are IB-sized */
+	if ((p->pmtu_shift || p->opcode != MRC_OP_ACK) &&
+	    (p->pmtu_shift < MRC_PMTU_MIN_SHIFT ||
+	     p->pmtu_shift > (p->opcode == MRC_OP_UD_SEND ?
+			      MRC_PMTU_IB_SHIFT : MRC_PMTU_MAX_SHIFT)))
 		return -MRC_DROP_BAD_PMTU;
-	}
 
 	switch (p->opcode) {
 	case MRC_OP_SEND:
