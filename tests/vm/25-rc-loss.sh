@@ -7,6 +7,7 @@
 #
 # Every case must finish with all data verified and no error completion.
 # mrc_waw checks that overlapping WRITEs leave the last one's data.
+# Jumbo segments: 8 KiB packets by default, 4 KiB with jumbo=N.
 # Selective retransmission: hostA's retransmitted_packets must stay close
 # to what netem dropped: retransmitted <= 3 x lost + (50 + 1 % of tx).
 # vm-test-timeout: 420
@@ -167,6 +168,36 @@ lcase "0 % loss, hostA->hostB sends/writes" - - zero -- \
 	--dir c2s "$DATA_OPS" -q 2 -s 256K -n 300
 lcase "0 % loss, both directions, all ops, 1 MiB" - - report -- \
 	-q 4 -s 1M -n 120
+
+# --- jumbo segments --------------------------------------------------------------
+# On 9000-byte netdevs a QP at path MTU 4096 sends 8 KiB segments once the
+# peer's ACKs advertise them (module parameter jumbo, default Y); jumbo=N
+# keeps the 4 KiB segments of the path MTU. Judged by hostA's mean packet
+# (metaroce header + payload) over WRITEs and SENDs of up to 256 KiB.
+jumbo_case() { # VAL MIN MAX
+	local val=$1 lo=$2 hi=$3 rc=0 cs ss tx txb mean
+	rc_param jumbo "$val"
+	rc_snap a0 "$RC_DEV_A"
+	rc_verify --timeout 120 --log /tmp/jumbo --dir c2s --ops=send,write -q 1 -s 256K -n 100 || rc=$?
+	rc_snap a1 "$RC_DEV_A"
+	rc_param jumbo Y
+	cs=$(rc_result /tmp/jumbo.cli status) ss=$(rc_result /tmp/jumbo.srv status)
+	tx=$(rc_delta a0 a1 tx_packets) txb=$(rc_delta a0 a1 tx_bytes)
+	mean=$((txb / (tx ? tx : 1)))
+	if [ "$rc" -eq 0 ] && [ "$cs" = PASS ] && [ "$ss" = PASS ]; then
+		t_ok "jumbo=$val: data verified ($(rc_result /tmp/jumbo.cli ops) ops)"
+	else
+		t_fail "jumbo=$val: data verified" "exit $rc, client ${cs:-no result}, server ${ss:-no result}" \
+			"$(grep -h -E 'ERROR|FATAL' /tmp/jumbo.cli /tmp/jumbo.srv | head -n 8)"
+	fi
+	if [ "$mean" -ge "$lo" ] && [ "$mean" -le "$hi" ]; then
+		t_ok "jumbo=$val: hostA's mean packet $mean B ($tx packets), within $lo..$hi"
+	else
+		t_fail "jumbo=$val: hostA's mean packet within $lo..$hi" "$mean B ($txb bytes in $tx packets)"
+	fi
+}
+jumbo_case Y 5000 8248
+jumbo_case N 1000 4152
 
 # --- loss on the data direction (towards hostB) -------------------------------------
 lcase "1 % loss on the data direction" "loss 1%" - data -- \
