@@ -11,6 +11,7 @@
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
+#include <net/dst_cache.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -491,6 +492,7 @@ struct mrc_qp {
 	struct work_struct send_work;
 	struct sk_buff_head txq;	/* built packets waiting to go out */
 	unsigned long txq_busy;	/* bit 0: a CPU is sending txq */
+	struct dst_cache dst_cache;	/* RC: the route to the peer */
 };
 
 static inline struct mrc_qp *to_mqp(struct ib_qp *qp)
@@ -612,10 +614,11 @@ void mrc_xmit(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
 int mrc_wqe_put_data(struct mrc_qp *qp, struct metaroce_send_wqe *w,
 		     const struct ib_send_wr *wr);
 void mrc_udp_xmit4(struct mrc_dev *mdev, struct sk_buff *skb, __be32 saddr,
-		   __be32 daddr, u16 sport, u8 tos, u8 ttl);
+		   __be32 daddr, u16 sport, u8 tos, u8 ttl,
+		   struct dst_cache *dc);
 void mrc_udp_xmit6(struct mrc_dev *mdev, struct sk_buff *skb,
 		   const struct in6_addr *saddr, const struct in6_addr *daddr,
-		   u16 sport, u8 tos, u8 ttl);
+		   u16 sport, u8 tos, u8 ttl, struct dst_cache *dc);
 void mrc_pkt_init(struct mrc_qp *qp, struct mrc_pkt *p, u8 op, u32 psn,
 		  u32 now);
 void mrc_queue_pkt(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);

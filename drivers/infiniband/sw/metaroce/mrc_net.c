@@ -245,11 +245,16 @@ static void mrc_xmit_drop(struct mrc_dev *mdev, struct sk_buff *skb)
  * @sport: UDP source port (the entropy).
  * @tos: the whole TOS byte, ECN bits included.
  * @ttl: time to live (0: 64).
+ * @dc: the sender's route cache, or NULL to look the route up.
  *
- * A packet that cannot be routed or sent is dropped and counted.
+ * A packet that cannot be routed or sent is dropped and counted.  With
+ * @dc, every entropy takes the route found for the first one: the fabric
+ * sprays by the UDP source port, a multipath route on the host itself
+ * picks one next hop per QP.
  */
 void mrc_udp_xmit4(struct mrc_dev *mdev, struct sk_buff *skb, __be32 saddr,
-		   __be32 daddr, u16 sport, u8 tos, u8 ttl)
+		   __be32 daddr, u16 sport, u8 tos, u8 ttl,
+		   struct dst_cache *dc)
 {
 	struct net_device *ndev = mdev->ndev;
 	struct flowi4 fl4 = {
@@ -261,12 +266,24 @@ void mrc_udp_xmit4(struct mrc_dev *mdev, struct sk_buff *skb, __be32 saddr,
 		.fl4_dport = htons(mrc_udp_port),
 	};
 	struct socket *sock;
-	struct rtable *rt;
+	struct rtable *rt = NULL;
+	__be32 csaddr;
 
-	rt = ip_route_output_key(dev_net(ndev), &fl4);
-	if (IS_ERR(rt)) {
-		mrc_xmit_drop(mdev, skb);
-		return;
+	if (dc) {
+		rt = dst_cache_get_ip4(dc, &csaddr);
+		if (rt && csaddr != saddr) {
+			ip_rt_put(rt);
+			rt = NULL;
+		}
+	}
+	if (!rt) {
+		rt = ip_route_output_key(dev_net(ndev), &fl4);
+		if (IS_ERR(rt)) {
+			mrc_xmit_drop(mdev, skb);
+			return;
+		}
+		if (dc)
+			dst_cache_set_ip4(dc, &rt->dst, saddr);
 	}
 	rcu_read_lock();
 	sock = rcu_dereference(mdev->socks->sock4);
@@ -296,12 +313,13 @@ void mrc_udp_xmit4(struct mrc_dev *mdev, struct sk_buff *skb, __be32 saddr,
  * @sport: UDP source port (the entropy).
  * @tos: the whole traffic class, ECN bits included.
  * @ttl: hop limit (0: 64).
+ * @dc: the sender's route cache, or NULL to look the route up.
  *
  * Without IPv6 in the kernel the packet is dropped and counted.
  */
 void mrc_udp_xmit6(struct mrc_dev *mdev, struct sk_buff *skb,
 		   const struct in6_addr *saddr, const struct in6_addr *daddr,
-		   u16 sport, u8 tos, u8 ttl)
+		   u16 sport, u8 tos, u8 ttl, struct dst_cache *dc)
 {
 #if IS_ENABLED(CONFIG_IPV6)
 	struct net_device *ndev = mdev->ndev;
@@ -313,7 +331,8 @@ void mrc_udp_xmit6(struct mrc_dev *mdev, struct sk_buff *skb,
 		.fl6_sport = htons(sport),
 		.fl6_dport = htons(mrc_udp_port),
 	};
-	struct dst_entry *dst;
+	struct dst_entry *dst = NULL;
+	struct in6_addr csaddr;
 	struct socket *sock;
 
 	rcu_read_lock();
@@ -323,12 +342,23 @@ void mrc_udp_xmit6(struct mrc_dev *mdev, struct sk_buff *skb,
 		mrc_xmit_drop(mdev, skb);
 		return;
 	}
-	dst = ipv6_stub->ipv6_dst_lookup_flow(dev_net(ndev), sock->sk, &fl6,
-					      NULL);
-	if (IS_ERR(dst)) {
-		rcu_read_unlock();
-		mrc_xmit_drop(mdev, skb);
-		return;
+	if (dc) {
+		dst = dst_cache_get_ip6(dc, &csaddr);
+		if (dst && !ipv6_addr_equal(&csaddr, saddr)) {
+			dst_release(dst);
+			dst = NULL;
+		}
+	}
+	if (!dst) {
+		dst = ipv6_stub->ipv6_dst_lookup_flow(dev_net(ndev), sock->sk,
+						      &fl6, NULL);
+		if (IS_ERR(dst)) {
+			rcu_read_unlock();
+			mrc_xmit_drop(mdev, skb);
+			return;
+		}
+		if (dc)
+			dst_cache_set_ip6(dc, dst, saddr);
 	}
 	mrc_stat_inc(mdev, MRC_ST_TX_PKTS);
 	mrc_stat_add(mdev, MRC_ST_TX_BYTES, skb->len);
@@ -356,10 +386,10 @@ void mrc_xmit(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
 
 	if (qp->is_ipv6)
 		mrc_udp_xmit6(qp->mdev, skb, &qp->saddr6, &qp->daddr6, sport,
-			      tos, qp->ttl);
+			      tos, qp->ttl, &qp->dst_cache);
 	else
 		mrc_udp_xmit4(qp->mdev, skb, qp->saddr4, qp->daddr4, sport,
-			      tos, qp->ttl);
+			      tos, qp->ttl, &qp->dst_cache);
 }
 
 /* a header to the QP's peer: everything but the base fields zeroed */

@@ -89,6 +89,7 @@ static void mrc_qp_free_bufs(struct mrc_qp *qp)
 	kvfree(qp->wlog_ents);
 	kvfree(qp->rmsg);
 	kfree(qp->path_ents);
+	dst_cache_destroy(&qp->dst_cache);
 	qp->path_ents = NULL;
 	qp->swqe = NULL;
 	qp->sq_shadow = NULL;
@@ -180,6 +181,10 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	    !qp->rmsg || !qp->path_ents ||
 	    (init->qp_type == IB_QPT_RC && !qp->wlog_ents))
 		goto err_bufs;
+	/* an RC QP sends to one peer: one route lookup, not one per packet */
+	if (init->qp_type == IB_QPT_RC &&
+	    dst_cache_init(&qp->dst_cache, GFP_KERNEL))
+		goto err_bufs;
 	mrc_path_init(&qp->path, qp->path_ents, nent, get_random_u32(),
 		      mrc_path_aware);
 
@@ -252,6 +257,8 @@ static int mrc_qp_set_av(struct mrc_qp *qp, struct rdma_ah_attr *ah)
 	qp->tos = grh->traffic_class;
 	qp->ttl = grh->hop_limit;
 	qp->av = *ah;
+	if (qp->ibqp.qp_type == IB_QPT_RC)
+		dst_cache_reset(&qp->dst_cache);
 	qp->av.grh.sgid_attr = NULL;
 	return 0;
 }

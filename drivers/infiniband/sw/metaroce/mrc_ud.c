@@ -292,10 +292,10 @@ static void mrc_ud_xmit(struct mrc_dev *mdev, struct sk_buff *skb)
 
 	if (cb.ipv6)
 		mrc_udp_xmit6(mdev, skb, &cb.saddr, &cb.daddr, cb.sport, tos,
-			      cb.ttl);
+			      cb.ttl, NULL);
 	else
 		mrc_udp_xmit4(mdev, skb, cb.saddr.s6_addr32[3],
-			      cb.daddr.s6_addr32[3], cb.sport, tos, cb.ttl);
+			      cb.daddr.s6_addr32[3], cb.sport, tos, cb.ttl, NULL);
 }
 
 static void mrc_ud_cqe_send(struct mrc_qp *qp, u64 wr_id, u32 len, u8 status)
