@@ -519,6 +519,7 @@ struct mrc_dev *mrc_dev_from_netdev(struct net_device *ndev);
 int mrc_register_device(struct mrc_dev *mdev, const char *name);
 enum ib_port_state mrc_port_state(struct mrc_dev *mdev);
 int mrc_mtu_payload(struct mrc_dev *mdev);
+u8 mrc_seg_shift_fit(struct mrc_dev *mdev, u8 shift);
 u8 mrc_seg_shift_max(struct mrc_dev *mdev);
 
 /* mrc_ring.c */

@@ -356,15 +356,9 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->access = attr->qp_access_flags;
 	if (mask & IB_QP_QKEY)
 		qp->qkey = attr->qkey;
-	if (mask & IB_QP_PATH_MTU) {
-		int pay = mrc_mtu_payload(qp->mdev);
-
-		qp->pmtu_shift = mrc_mtu_shift(attr->path_mtu);
-		/* never build packets the netdev cannot carry */
-		while (qp->pmtu_shift > MRC_PMTU_MIN_SHIFT &&
-		       (1 << qp->pmtu_shift) > pay)
-			qp->pmtu_shift--;
-	}
+	if (mask & IB_QP_PATH_MTU)
+		qp->pmtu_shift = mrc_seg_shift_fit(qp->mdev,
+						   mrc_mtu_shift(attr->path_mtu));
 	if (mask & IB_QP_DEST_QPN)
 		qp->dest_qpn = attr->dest_qp_num & 0xffffff;
 	if (mask & IB_QP_RQ_PSN)
@@ -399,10 +393,8 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			mrc_qp_reset(qp);
 		break;
 	case IB_QPS_RTR:
-		/* never build packets the netdev cannot carry */
-		while (qp->pmtu_shift > MRC_PMTU_MIN_SHIFT &&
-		       (1 << qp->pmtu_shift) > mrc_mtu_payload(qp->mdev))
-			qp->pmtu_shift--;
+		/* never build packets the netdev cannot carry (MTU changed?) */
+		qp->pmtu_shift = mrc_seg_shift_fit(qp->mdev, qp->pmtu_shift);
 		/* PSNs are 24 bits in the verbs API: start inside that space */
 		mrc_rx_init(&qp->rx, qp->rx_map, MRC_RX_BITS, qp->rq_psn_attr);
 		if (qp->wlog_ents)

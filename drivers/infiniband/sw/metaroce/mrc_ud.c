@@ -269,17 +269,6 @@ out:
 
 /* ---- send ---- */
 
-/* payload bytes of the largest datagram: the port's active MTU */
-static u8 mrc_ud_mtu_shift(struct mrc_dev *mdev)
-{
-	int pay = mrc_mtu_payload(mdev);
-	u8 shift = MRC_PMTU_IB_SHIFT;
-
-	while (shift > MRC_PMTU_MIN_SHIFT && (1 << shift) > pay)
-		shift--;
-	return shift;
-}
-
 static void mrc_ud_xmit(struct mrc_dev *mdev, struct sk_buff *skb)
 {
 	/* the IP layer reuses skb->cb: take the destination out first */
@@ -324,7 +313,8 @@ static int mrc_ud_build(struct mrc_qp *qp, u32 idx, struct sk_buff_head *q,
 		     qp->sq.stride;
 	const struct metaroce_send_wqe *w = (const void *)shadow;
 	const u8 *data = shadow + sizeof(*w);
-	u8 shift = mrc_ud_mtu_shift(mdev);
+	/* the largest datagram: the port's active MTU */
+	u8 shift = mrc_seg_shift_fit(mdev, MRC_PMTU_IB_SHIFT);
 	u32 hlen = mrc_wire_hdr_len(MRC_OP_UD_SEND, 0);
 	struct mrc_ud_cb cb = {};
 	struct sk_buff *skb;

@@ -17,19 +17,28 @@ int mrc_mtu_payload(struct mrc_dev *mdev)
 }
 
 /*
+ * @shift lowered until a segment of 2^shift bytes fits in one packet on
+ * the netdev, but not below MRC_PMTU_MIN_SHIFT: never build packets the
+ * netdev cannot carry.
+ */
+u8 mrc_seg_shift_fit(struct mrc_dev *mdev, u8 shift)
+{
+	int pay = mrc_mtu_payload(mdev);
+
+	while (shift > MRC_PMTU_MIN_SHIFT && (1 << shift) > pay)
+		shift--;
+	return shift;
+}
+
+/*
  * log2 of the largest segment this device sends and takes on RC QPs: what
  * one packet carries on the netdev, up to 8192 bytes with jumbo segments
  * on (else the IB limit, 4096).  ACKs advertise it to the requester.
  */
 u8 mrc_seg_shift_max(struct mrc_dev *mdev)
 {
-	int pay = mrc_mtu_payload(mdev);
-	u8 shift = READ_ONCE(mrc_jumbo) ? MRC_PMTU_MAX_SHIFT :
-					   MRC_PMTU_IB_SHIFT;
-
-	while (shift > MRC_PMTU_MIN_SHIFT && (1 << shift) > pay)
-		shift--;
-	return shift;
+	return mrc_seg_shift_fit(mdev, READ_ONCE(mrc_jumbo) ?
+				 MRC_PMTU_MAX_SHIFT : MRC_PMTU_IB_SHIFT);
 }
 
 static enum ib_mtu mrc_active_mtu(struct mrc_dev *mdev)
