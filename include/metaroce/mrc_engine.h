@@ -648,7 +648,7 @@ static inline u32 mrc_cc_wnd(const struct mrc_cc *cc)
 #define MRC_PATH_SKIP_US	1000	/* default skip after ECN, delay or loss */
 #define MRC_PATH_DELAY_MIN_US	200	/* RTT excess over the average that counts */
 #define MRC_PATH_LOSS_RETIRE	3	/* losses in a row, no ACK between, retire one */
-#define MRC_PATH_LOSS_SHED	12	/* losses over the average that shed every turn */
+#define MRC_PATH_LOSS_SHED	8	/* losses over the average that shed every turn */
 #define MRC_PATH_CE_RETIRE	4	/* CE echoes per epoch that retire one */
 #define MRC_PATH_EPOCH_PKTS	64	/* an entropy's own packets per epoch */
 #define MRC_PATH_OUTLIER	2	/* retire at this many times the average */

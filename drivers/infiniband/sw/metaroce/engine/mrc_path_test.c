@@ -631,6 +631,41 @@ static void mrc_path_lossy_keeps_share(struct kunit *test)
 	KUNIT_EXPECT_GT(test, on_lossy * 100, picks * 8);
 }
 
+/*
+ * Six of 16 entries share a link that loses 1 packet in 20 (ports rarely
+ * spread evenly over links).  Their losses lift the set's average, the
+ * yardstick of the excess, and still they pass over a third of their
+ * turns or more.
+ */
+static void mrc_path_lossy_many_shed(struct kunit *test)
+{
+	struct mrc_path_ent ents[PT_N];
+	u32 k, now = 0, nl = 0, on_lossy = 0, picks = 0;
+	struct mrc_path p;
+
+	mrc_path_init(&p, ents, PT_N, 4242, true);
+	p.balance_rounds = 0;		/* the shares come from the shedding */
+	for (k = 0; k < 40000; k++) {
+		u16 port = mrc_path_pick(&p, now, 0);
+		int idx = mrc_path_index(&p, port);
+		bool bad = idx >= 0 && idx < 6;
+
+		now += 10;
+		if (k >= 20000) {
+			picks++;
+			on_lossy += bad;
+		}
+		if (bad && ++nl % 20 == 0)
+			mrc_path_on_loss(&p, port, now);
+		else
+			mrc_path_on_ack(&p, port, false, 100, now);
+	}
+	KUNIT_EXPECT_EQ(test, p.loss_sum, pt_loss_sum(&p));
+	/* 6 of 16: 37.5 % even; at most two thirds of that */
+	KUNIT_EXPECT_LT(test, on_lossy * 100, picks * 25);
+	KUNIT_EXPECT_GT(test, on_lossy, 0u);
+}
+
 /* losses spread evenly (reordering, random loss) retire nothing */
 static void mrc_path_even_losses_keep(struct kunit *test)
 {
@@ -654,6 +689,7 @@ static void mrc_path_even_losses_keep(struct kunit *test)
 static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_even_losses_keep),
 	KUNIT_CASE(mrc_path_lossy_keeps_share),
+	KUNIT_CASE(mrc_path_lossy_many_shed),
 	KUNIT_CASE(mrc_path_init_distinct_ports),
 	KUNIT_CASE(mrc_path_round_robin_even),
 	KUNIT_CASE(mrc_path_acks_sample_all),
