@@ -98,12 +98,15 @@ u32 mrc_rtt_rto(const struct mrc_rtt *r);
  * @entropy: UDP source port of the latest transmission.
  * @flags: MRC_TXS_*.
  * @xmits: transmissions so far (saturates at 255).
+ * @prev_entropy: UDP source port of the transmission before the latest
+ *	(the path a RACK loss was charged to).
  */
 struct mrc_tx_slot {
 	u32 xmit_ts;
 	u16 entropy;
 	u8 flags;
 	u8 xmits;
+	u16 prev_entropy;
 };
 
 /**
@@ -284,18 +287,26 @@ struct mrc_ack_info {
 	bool dup;
 };
 
+#define MRC_ACK_UNCHARGE	8	/* spurious RACK losses reported per ACK */
+
 /**
  * struct mrc_ack_result - what an ACK or response changed.
  * @newly_acked: PSNs newly delivered.
  * @una_advanced: tx->una moved forward.
  * @rtt_sample: RTT sample taken (0 when none).
  * @stale: the ACK's cumulative PSN was behind tx->una (SACK bits still used).
+ * @n_uncharge: entries of @uncharge used.
+ * @uncharge: entropies of RACK losses that proved spurious (an earlier
+ *	copy arrived), to be taken back with mrc_path_on_loss_undo(); at
+ *	most MRC_ACK_UNCHARGE per ACK, the rest stay charged.
  */
 struct mrc_ack_result {
 	u32 newly_acked;
 	bool una_advanced;
 	u32 rtt_sample;
 	bool stale;
+	u32 n_uncharge;
+	u16 uncharge[MRC_ACK_UNCHARGE];
 };
 
 /**
@@ -717,6 +728,7 @@ struct mrc_path_ent {
  * @rebalanced: entropies redrawn for sending under half the average, or
  *	to explore after quiet windows.
  * @losses: losses charged.
+ * @losses_undone: charges taken back because the loss proved spurious.
  * @last: index of the entry that carried the last packet.
  * @lone: lone packets since the last one that was sprayed.
  */
@@ -744,6 +756,7 @@ struct mrc_path {
 	u64 delay_skips;
 	u64 rebalanced;
 	u64 losses;
+	u64 losses_undone;
 	u32 last;
 	u32 lone;
 };
@@ -799,6 +812,8 @@ void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now);
  * average (never in a set of one)
  */
 void mrc_path_on_loss(struct mrc_path *p, u16 port, u32 now);
+/* a loss charged to @port proved spurious: take the charge back */
+void mrc_path_on_loss_undo(struct mrc_path *p, u16 port);
 /* replace @port with a fresh one at once (a single path that timed out) */
 void mrc_path_replace(struct mrc_path *p, u16 port);
 /* index of @port in the set, or -1 */

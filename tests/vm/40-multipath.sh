@@ -74,7 +74,7 @@ fi
 
 # shellcheck disable=SC2034 # filled through namerefs
 declare -A a0 a1 b0 b1
-NEWCTR="path_switches entropies_retired entropies_rebalanced path_delay_skips ecn_marks_received ecn_echoes_received window_cuts_ecn credits_granted credit_waits"
+NEWCTR="path_switches entropies_retired entropies_rebalanced path_delay_skips path_losses_undone ecn_marks_received ecn_echoes_received window_cuts_ecn credits_granted credit_waits"
 MP_OPS=--ops=write,write_imm,send,send_imm
 MP_ARGS=(--dir c2s "$MP_OPS" -q 1 -s 256K)
 MP_XARGS=() # a case's own mrc_verify options

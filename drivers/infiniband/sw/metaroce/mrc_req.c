@@ -415,6 +415,20 @@ static void mrc_req_path_loss(struct mrc_qp *qp, u16 port, u32 now)
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
 }
 
+/* take back path charges of losses that proved spurious (locked) */
+static void mrc_req_path_uncharge(struct mrc_qp *qp,
+				  const struct mrc_ack_result *r)
+{
+	u64 undone = qp->path.losses_undone;
+	u32 i;
+
+	for (i = 0; i < r->n_uncharge; i++)
+		mrc_path_on_loss_undo(&qp->path, r->uncharge[i]);
+	if (qp->path.losses_undone != undone)
+		mrc_stat_add(qp->mdev, MRC_ST_PATH_UNCHARGED,
+			     qp->path.losses_undone - undone);
+}
+
 /* retransmit lost PSNs; returns false if it ran out of budget */
 static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 {
@@ -811,6 +825,7 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 	}
 	if (r.rtt_sample)
 		mrc_update_rtt_stats(qp);
+	mrc_req_path_uncharge(qp, &r);
 	mrc_req_ack_feedback(qp, now, p, r.rtt_sample);
 	mrc_req_cc(qp, now, &r, p->ack.ce_count);
 	if (p->ack.flags & MRC_ACKF_OOO)
@@ -942,6 +957,7 @@ void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
 		mrc_count_drop(mdev, MRC_DROP_BAD_ACK);
 		return;
 	}
+	mrc_req_path_uncharge(qp, &r);
 	mrc_req_cc(qp, now, &r, 0);
 	mrc_req_progress(qp, now);
 	spin_unlock_bh(&qp->lock);

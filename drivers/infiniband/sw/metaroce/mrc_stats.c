@@ -35,6 +35,7 @@ static const struct rdma_stat_desc mrc_stat_desc[MRC_ST_NR] = {
 	[MRC_ST_PATH_RETIRED].name = "entropies_retired",
 	[MRC_ST_PATH_DELAY_SKIPS].name = "path_delay_skips",
 	[MRC_ST_PATH_REBALANCED].name = "entropies_rebalanced",
+	[MRC_ST_PATH_UNCHARGED].name = "path_losses_undone",
 	[MRC_ST_ECN_RX].name = "ecn_marks_received",
 	[MRC_ST_ECN_ECHO].name = "ecn_echoes_received",
 	[MRC_ST_CC_ECN_CUTS].name = "window_cuts_ecn",

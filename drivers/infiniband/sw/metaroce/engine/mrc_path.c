@@ -437,6 +437,25 @@ void mrc_path_on_loss(struct mrc_path *p, u16 port, u32 now)
 	mrc_path_skip(p, e, now, 0);
 }
 
+/*
+ * The packet charged to @port arrived after all (its retransmission was
+ * spurious): reordering, not the path, made it look lost.  Charges that
+ * faded or went with a retired port are gone already.
+ */
+void mrc_path_on_loss_undo(struct mrc_path *p, u16 port)
+{
+	struct mrc_path_ent *e = mrc_path_find(p, port);
+
+	if (!e || !p->aware)
+		return;
+	e->run = 0;		/* it did get through */
+	if (!e->losses)
+		return;
+	e->losses--;
+	p->loss_sum--;
+	p->losses_undone++;
+}
+
 void mrc_path_replace(struct mrc_path *p, u16 port)
 {
 	struct mrc_path_ent *e = mrc_path_find(p, port);

@@ -666,6 +666,36 @@ static void mrc_path_lossy_many_shed(struct kunit *test)
 	KUNIT_EXPECT_GT(test, on_lossy, 0u);
 }
 
+/* a spurious loss is taken back: the count is as if it never happened */
+static void mrc_path_loss_undo(struct kunit *test)
+{
+	struct mrc_path_ent ents[4];
+	struct mrc_path p;
+	u16 port;
+
+	mrc_path_init(&p, ents, 4, 23, true);
+	port = ents[1].port;
+	mrc_path_on_loss(&p, port, 0);
+	mrc_path_on_loss(&p, port, 0);
+	KUNIT_EXPECT_EQ(test, ents[1].losses, 2u);
+	KUNIT_EXPECT_EQ(test, ents[1].run, 2u);
+	mrc_path_on_loss_undo(&p, port);
+	KUNIT_EXPECT_EQ(test, ents[1].losses, 1u);
+	KUNIT_EXPECT_EQ(test, ents[1].run, 0u);	/* the packet got through */
+	KUNIT_EXPECT_EQ(test, p.loss_sum, 1u);
+	KUNIT_EXPECT_EQ(test, p.losses_undone, 1ull);
+	/* the run starts again: two more do not make three in a row */
+	mrc_path_on_loss(&p, port, 0);
+	mrc_path_on_loss(&p, port, 0);
+	KUNIT_EXPECT_EQ(test, p.retired, 0ull);
+	/* nothing left to take back, or not a port of the set: no change */
+	mrc_path_on_loss_undo(&p, ents[2].port);
+	mrc_path_on_loss_undo(&p, 1);
+	KUNIT_EXPECT_EQ(test, p.loss_sum, 3u);
+	KUNIT_EXPECT_EQ(test, p.losses_undone, 1ull);
+	KUNIT_EXPECT_EQ(test, p.loss_sum, pt_loss_sum(&p));
+}
+
 /* losses spread evenly (reordering, random loss) retire nothing */
 static void mrc_path_even_losses_keep(struct kunit *test)
 {
@@ -690,6 +720,7 @@ static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_even_losses_keep),
 	KUNIT_CASE(mrc_path_lossy_keeps_share),
 	KUNIT_CASE(mrc_path_lossy_many_shed),
+	KUNIT_CASE(mrc_path_loss_undo),
 	KUNIT_CASE(mrc_path_init_distinct_ports),
 	KUNIT_CASE(mrc_path_round_robin_even),
 	KUNIT_CASE(mrc_path_acks_sample_all),

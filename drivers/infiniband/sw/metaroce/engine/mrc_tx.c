@@ -138,6 +138,7 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
 			s = mrc_tx_slot_rw(tx, psn + i);
 			s->xmit_ts = now;
 			s->entropy = entropy;
+			s->prev_entropy = entropy;
 			s->flags = flags;
 			s->xmits = 1;
 		}
@@ -158,6 +159,7 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
 				s->flags &= ~MRC_TXS_RACK;
 			}
 			s->xmit_ts = now;
+			s->prev_entropy = s->entropy;
 			s->entropy = entropy;
 			if (s->xmits < 255)
 				s->xmits++;
@@ -240,6 +242,14 @@ static void mrc_tx_path_update(struct mrc_tx *tx,
 	mrc_rack_ref_offer(&pp->ref, s->xmit_ts, psn, now);
 }
 
+/* a RACK retransmission of @s proved spurious: its loss charge goes back */
+static void mrc_tx_uncharge(struct mrc_ack_result *r,
+			    const struct mrc_tx_slot *s)
+{
+	if (r->n_uncharge < MRC_ACK_UNCHARGE)
+		r->uncharge[r->n_uncharge++] = s->prev_entropy;
+}
+
 /* an ACK covers @psn; Return: true if a retransmission proved spurious */
 static bool mrc_tx_ack_one(struct mrc_tx *tx, u32 psn, u32 now,
 			   struct mrc_ack_result *r, struct mrc_rack_cand *c)
@@ -255,6 +265,8 @@ static bool mrc_tx_ack_one(struct mrc_tx *tx, u32 psn, u32 now,
 	}
 	r->newly_acked++;
 	spurious = mrc_tx_deliver(tx, psn, now, c);
+	if (spurious)
+		mrc_tx_uncharge(r, s);
 	if (s->xmits == 1)
 		mrc_tx_path_update(tx, s, psn, now);
 	return spurious;
@@ -417,8 +429,10 @@ int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r)
 
 	s->flags |= MRC_TXS_REQ_SEEN;
 	r->newly_acked = 1;
-	if (mrc_tx_deliver(tx, psn, now, &c))
+	if (mrc_tx_deliver(tx, psn, now, &c)) {
+		mrc_tx_uncharge(r, s);
 		mrc_tx_spurious(tx);
+	}
 	mrc_tx_frto(tx, &c, 1);
 	if (c.valid)
 		mrc_rack_ref_offer(&tx->rresp, c.ts, c.psn, now);

@@ -803,11 +803,15 @@ static void mrc_tx_spurious_adapts(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->reo_deadline, 2000u + 1000 + 250);
 	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 3251, 7, 0), MRC_TXT_RETX);
 	KUNIT_EXPECT_EQ(test, tx->lost, 2u);		/* 1 and 2 */
-	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 2, 3251, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 2, 3251, 9, 0), 0);
 	/* the originals arrive 49 us after the retransmission */
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 3300, 4, NOTS, NULL, 0, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 2u);
 	KUNIT_EXPECT_EQ(test, tx->spurious, 2u);
+	/* the paths the losses were charged to, not the resend's */
+	KUNIT_EXPECT_EQ(test, r.n_uncharge, 2u);
+	KUNIT_EXPECT_EQ(test, r.uncharge[0], 0);
+	KUNIT_EXPECT_EQ(test, r.uncharge[1], 1);
 	KUNIT_EXPECT_EQ(test, tx->reo_steps, 2u);	/* once per ACK */
 	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 500u);
 	KUNIT_EXPECT_EQ(test, tx->rack.psn, 3u);	/* ambiguous: unused */
@@ -818,6 +822,7 @@ static void mrc_tx_spurious_adapts(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 5010, 5, NOTS, NULL, 0, &r), 0);
 	KUNIT_EXPECT_EQ(test, tx->spurious, 3u);
 	KUNIT_EXPECT_EQ(test, tx->reo_steps, 2u);
+	KUNIT_EXPECT_EQ(test, r.n_uncharge, 0u);	/* nothing was charged */
 
 	/* MRC_REO_PERSIST genuine recoveries bring it back */
 	for (k = 0; k < MRC_REO_PERSIST; k++) {
