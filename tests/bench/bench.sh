@@ -44,7 +44,8 @@
 #   incast congestion control (issue 7): N = 2, 4, 8 senders, each one QP
 #          streaming 64 KiB WRITEs (mrc_verify, every byte checked) into
 #          one receiver through one 100 Mbit/s switch port that marks CE
-#          above 2 ms (topo_incast, as tests/vm/45-cc.sh); rxe's hosts hang
+#          above 0.5 ms of queueing, about one BDP (topo_incast, as
+#          tests/vm/45-cc.sh, which marks above 2 ms); rxe's hosts hang
 #          off the same bridge (incast_rxe_attach) behind an identical
 #          port. Per N: metaroce (full), metaroce with the sender half off
 #          (cc=N cc_ecn=N), metaroce with the receiver credits off
@@ -92,6 +93,11 @@
 #   METAROCE_BENCH_INCAST_DUR  incast run length in s (default 20, quick 12;
 #                              a third at each end is left out)
 #   METAROCE_BENCH_INCAST_N    sender counts (default 2,4,8)
+#   METAROCE_BENCH_INCAST_CE_US  the port's CE threshold in us (default 500:
+#                              about one BDP, below the 2 x BDP target; runs
+#                              before 2026-11-30 used 2000)
+#   METAROCE_BENCH_INCAST_VARGS  extra mrc_verify options for the incast
+#                              flows, e.g. "-m 2048" (path MTU)
 #   METAROCE_BENCH_INCAST_VARIANTS  subset of full,nocc,nocred,rxe (default
 #                              all; rxe also needs it in the providers)
 #   METAROCE_BENCH_INCAST_NICE perftest clients' nice level (default 10)
@@ -141,6 +147,7 @@ MP_FAIL=${METAROCE_BENCH_MP_FAIL:-blackhole} MP_LOSS=${METAROCE_BENCH_MP_LOSS:-5
 # window sees all flows running (report.py checks the start spread)
 INC_MARGIN=$((INC_DUR / 3)) INC_NS=${METAROCE_BENCH_INCAST_N:-2,4,8} INC_IVAL_US=50000
 INC_VARIANTS=${METAROCE_BENCH_INCAST_VARIANTS:-full,nocc,nocred,rxe}
+INC_CE_US=${METAROCE_BENCH_INCAST_CE_US:-500}
 INC_NICE=${METAROCE_BENCH_INCAST_NICE:-10}
 INC_TOOL=${METAROCE_BENCH_INCAST_TOOL:-verify}
 INC_WIN=$((INC_DUR - 2 * INC_MARGIN))
@@ -618,7 +625,7 @@ scen_mp() {
 # --- scenario 6: incast (issue 7) -------------------------------------------------------
 # topo_incast: INC_MAX senders and a receiver on one bridge; the port towards
 # the receiver is a 100 Mbit/s htb with a single-queue fq_codel leaf that
-# marks CE above 2 ms (as tests/vm/45-cc.sh). rxe's senders and receiver
+# marks CE above INC_CE_US of queueing delay. rxe's senders and receiver
 # (init_net, incast_rxe_attach) hang off the same bridge; its receiver's
 # port is shaped and marks alike. N flows of one QP each (servers in the
 # receiver on TCP ports 18600+I) start at once: mrc_verify WRITE streams
@@ -629,9 +636,9 @@ INC_MAX=8
 inc_topo() {
 	topo_cleanup
 	BENCH_MTU=''
-	rc_incast_setup "$INC_MAX" --mtu 9000 --rate 100mbit --ce 2ms --limit 200 ||
+	rc_incast_setup "$INC_MAX" --mtu 9000 --rate 100mbit --ce "${INC_CE_US}us" --limit 200 ||
 		{ echo "bench: incast bed failed" >&2; return 1; }
-	rc_incast_rxe_setup "$INC_MAX" --mtu 9000 --rate 100mbit --ce 2ms --limit 200 ||
+	rc_incast_rxe_setup "$INC_MAX" --mtu 9000 --rate 100mbit --ce "${INC_CE_US}us" --limit 200 ||
 		{ echo "bench: rxe on the incast bed failed" >&2; return 1; }
 }
 
@@ -655,8 +662,9 @@ inc_verify() {
 	local n=$1 prov=$2 i list='' gp st log=/tmp/bench_incv opt=()
 	for ((i = 1; i <= n; i++)); do list+="${list:+ }$i"; done
 	if [ "$prov" = rxe ]; then rcvdev=$RC_RXE_R opt=(--rxe); else rcvdev=$RC_DEV_R; fi
+	# shellcheck disable=SC2086 # VARGS: options, split on purpose
 	rc_incast_run --timeout $((INC_DUR + 120)) --log "$log" --sync "${opt[@]}" "$list" \
-		--dir c2s --ops=write -q 1 -s "$INC_VSIZE" -D "$INC_DUR"
+		--dir c2s --ops=write -q 1 -s "$INC_VSIZE" -D "$INC_DUR" ${METAROCE_BENCH_INCAST_VARGS:-}
 	vsum=0
 	for ((i = 1; i <= n; i++)); do
 		gp=$(rc_result "$log.$i.cli" goodput_mbps) || gp=''
@@ -794,7 +802,7 @@ inc_run() {
 			[ -n "$rmin" ] && [ "$rmin" -le "$k" ] || rmin=$k
 		done
 	fi
-	bench_record "\"scen\":\"incast\",\"prov\":\"$prov\",\"variant\":\"$v\",\"n\":$n,\"tool\":\"$INC_TOOL\",\"verify_size\":$(jstr "$([ "$INC_TOOL" = verify ] && echo "$INC_VSIZE")"),\"rate_mbit\":100,\"ce_ms\":2,\"mtu\":9000,\"size\":$SIZE,\"dur_s\":$INC_DUR,\"margin_s\":$INC_MARGIN,\"window_s\":$INC_WIN,\"ok_flows\":$ok,\"flows\":[$flows],\"rtt_min_us\":$(jnum "$rmin"),\"counters\":{\"senders\":{$cs},\"receiver\":{$cr},\"each_sender\":[$each]},\"cols\":[\"port_tx\"$scols,\"cpu_busy\",\"cpu_idle\",\"backlog_bytes\",\"backlog_pkts\",\"sent_bytes\",\"dropped\",\"ce_mark\"],\"samples\":$BENCH_SAMP_JSON,\"wall_s\":$(since "$ts")"
+	bench_record "\"scen\":\"incast\",\"prov\":\"$prov\",\"variant\":\"$v\",\"n\":$n,\"tool\":\"$INC_TOOL\",\"verify_size\":$(jstr "$([ "$INC_TOOL" = verify ] && echo "$INC_VSIZE")"),\"rate_mbit\":100,\"ce_ms\":$(awk "BEGIN {print $INC_CE_US / 1000}"),\"mtu\":9000,\"size\":$SIZE,\"dur_s\":$INC_DUR,\"margin_s\":$INC_MARGIN,\"window_s\":$INC_WIN,\"ok_flows\":$ok,\"flows\":[$flows],\"rtt_min_us\":$(jnum "$rmin"),\"counters\":{\"senders\":{$cs},\"receiver\":{$cr},\"each_sender\":[$each]},\"cols\":[\"port_tx\"$scols,\"cpu_busy\",\"cpu_idle\",\"backlog_bytes\",\"backlog_pkts\",\"sent_bytes\",\"dropped\",\"ce_mark\"],\"samples\":$BENCH_SAMP_JSON,\"wall_s\":$(since "$ts")"
 	printf '  %-8s %-7s N=%d: %s Mbit/s in all (%d of %d flows with a result, %ss)\n' "$prov" "$v" "$n" "$vsum" "$ok" "$n" "$(since "$ts")"
 }
 
@@ -835,7 +843,7 @@ scen_incast() {
 	inc_ping
 	for n in ${INC_NS//,/ }; do
 		for v in ${INC_VARIANTS//,/ }; do
-			say "incast: $n -> 1 through 100 Mbit/s (CE above 2 ms), $v"
+			say "incast: $n -> 1 through 100 Mbit/s (CE above $INC_CE_US us), $v"
 			inc_run "$n" "$v"
 		done
 	done

@@ -698,6 +698,7 @@ def summarize_incast(runs, pings):
     out["ping_min_ms"] = min([p["rtt_min_ms"] for p in pings], default=None)
     rate = runs[0]["rate_mbit"] if runs else 100
     out["rate_mbit"] = rate
+    out["ce_ms"] = runs[0].get("ce_ms", 2) if runs else 2
     # base RTT: ICMP through the idle bottleneck (the network's RTT); the
     # transport's lowest RTT sample only if ping gave nothing
     rtt_s = out["ping_min_ms"] / 1e3 if out["ping_min_ms"] else (
@@ -713,7 +714,7 @@ def incast_rows(inc):
     qlim = INC_QUEUE_BDP * bdp if bdp else None
     for n in sorted(inc["by"], key=int):
         d = inc["by"][n]
-        scen = f"incast {n} -> 1, {inc['rate_mbit']} Mbit/s port, CE > 2 ms"
+        scen = f"incast {n} -> 1, {inc['rate_mbit']} Mbit/s port, CE > {inc.get('ce_ms', 2):g} ms"
         m, x = d.get("full"), d.get("rxe")
         var = lambda k, f: "; ".join(f"{lab} {f(d[v])}" for v, lab in (("nocc", "CC off"), ("nocred", "credits off"))
                                     if v in d)
@@ -1228,7 +1229,7 @@ def plot_incast(plt, inc, runs, outdir):
     axs[0].set_ylim(0, None)
     axs[0].set_xlabel("time from the first traffic (s)")
     axs[0].set_ylabel("bottleneck backlog (kB)")
-    axs[0].set_title(f"{nmax} -> 1 incast, 100 Mbit/s port marking CE above 2 ms: queue over time", fontsize=9)
+    axs[0].set_title(f"{nmax} -> 1 incast, 100 Mbit/s port marking CE above {inc.get('ce_ms', 2):g} ms: queue over time", fontsize=9)
     axs[0].grid(True, alpha=0.3)
     axs[0].legend(fontsize=7)
     ns = sorted(inc["by"], key=int)
