@@ -91,6 +91,7 @@ u32 mrc_rtt_rto(const struct mrc_rtt *r);
 #define MRC_TXS_NEED_RESP	0x04	/* only a response delivers it (READ, atomic) */
 #define MRC_TXS_REQ_SEEN	0x08	/* NEED_RESP slot whose request was ACKed */
 #define MRC_TXS_RACK		0x10	/* the latest loss mark came from RACK */
+#define MRC_TXS_CHARGED		0x20	/* the copy before was charged to its path */
 
 /**
  * struct mrc_tx_slot - per-PSN sender state.
@@ -99,7 +100,7 @@ u32 mrc_rtt_rto(const struct mrc_rtt *r);
  * @flags: MRC_TXS_*.
  * @xmits: transmissions so far (saturates at 255).
  * @prev_entropy: UDP source port of the transmission before the latest
- *	(the path a RACK loss was charged to).
+ *	(with MRC_TXS_CHARGED: the path a RACK loss was charged to).
  */
 struct mrc_tx_slot {
 	u32 xmit_ts;
@@ -298,7 +299,9 @@ struct mrc_ack_info {
  * @n_uncharge: entries of @uncharge used.
  * @uncharge: entropies of RACK losses that proved spurious (an earlier
  *	copy arrived), to be taken back with mrc_path_on_loss_undo(); at
- *	most MRC_ACK_UNCHARGE per ACK, the rest stay charged.
+ *	most MRC_ACK_UNCHARGE per ACK, the rest stay charged.  The caller
+ *	is expected to charge the first PSN of each RACK retransmission
+ *	(mrc_tx_sent() of PSNs marked lost by RACK) and only that one.
  */
 struct mrc_ack_result {
 	u32 newly_acked;

@@ -158,6 +158,11 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
 				/* a probe, not a RACK repair */
 				s->flags &= ~MRC_TXS_RACK;
 			}
+			/* the caller charges a RACK repair's first PSN only */
+			if (!i && (s->flags & MRC_TXS_RACK))
+				s->flags |= MRC_TXS_CHARGED;
+			else
+				s->flags &= ~MRC_TXS_CHARGED;
 			s->xmit_ts = now;
 			s->prev_entropy = s->entropy;
 			s->entropy = entropy;
@@ -243,9 +248,11 @@ static void mrc_tx_path_update(struct mrc_tx *tx,
 }
 
 /* a RACK retransmission of @s proved spurious: its loss charge goes back */
-static void mrc_tx_uncharge(struct mrc_ack_result *r,
-			    const struct mrc_tx_slot *s)
+static void mrc_tx_uncharge(struct mrc_ack_result *r, struct mrc_tx_slot *s)
 {
+	if (!(s->flags & MRC_TXS_CHARGED))
+		return;
+	s->flags &= ~MRC_TXS_CHARGED;
 	if (r->n_uncharge < MRC_ACK_UNCHARGE)
 		r->uncharge[r->n_uncharge++] = s->prev_entropy;
 }
