@@ -277,6 +277,8 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
  * @ts_valid: @ts_echo can be used.
  * @dup: the receiver got a duplicate (a retransmission was not needed,
  *	or the network duplicated a packet).
+ * @dup_psn: with @dup, the duplicate's (first) PSN; 0 from a peer that
+ *	does not say.
  */
 struct mrc_ack_info {
 	u32 cum;
@@ -286,6 +288,7 @@ struct mrc_ack_info {
 	u32 delay;
 	bool ts_valid;
 	bool dup;
+	u32 dup_psn;
 };
 
 #define MRC_ACK_UNCHARGE	8	/* spurious RACK losses reported per ACK */

@@ -27,7 +27,9 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 	mrc_pkt_init(qp, &p, MRC_OP_ACK, qp->rx.nxt, now);
 	p.pmtu_shift = mrc_seg_shift_max(qp->mdev);
 	p.ack.syndrome = syndrome;
-	p.ack.nak_psn = syndrome == MRC_SYN_ACK ? 0 : nak_psn;
+	/* an ACK names only a duplicate's PSN there */
+	p.ack.nak_psn = syndrome != MRC_SYN_ACK || (flags & MRC_ACKF_DUP) ?
+			nak_psn : 0;
 	p.ack.rnr_timer = syndrome == MRC_SYN_RNR ? qp->min_rnr_timer : 0;
 	p.ack.ts_echo = qp->last_tsval;
 	p.ack.delay = now - qp->last_arrival;
@@ -763,7 +765,7 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 			run = true;
 		}
 		mrc_ackc_rx(&qp->ackc, now, flags | MRC_ACKC_DUP);
-		mrc_send_ack_flags(qp, MRC_SYN_ACK, 0, MRC_ACKF_DUP);
+		mrc_send_ack_flags(qp, MRC_SYN_ACK, p->psn, MRC_ACKF_DUP);
 		goto out;
 	}
 	if ((p->flags & MRC_F_ORDERED) && p->psn != qp->rx.nxt) {

@@ -257,6 +257,18 @@ static void mrc_tx_uncharge(struct mrc_ack_result *r, struct mrc_tx_slot *s)
 		r->uncharge[r->n_uncharge++] = s->prev_entropy;
 }
 
+/*
+ * The receiver got @psn twice: if it was resent for a RACK loss, the loss
+ * was not one (an earlier copy arrived, only later than RACK allowed).
+ * Its slot still holds @psn while @psn is among the last nslots sent.
+ */
+static void mrc_tx_dup(struct mrc_tx *tx, u32 psn, struct mrc_ack_result *r)
+{
+	if ((u32)(tx->nxt - psn) - 1 >= tx->nslots)
+		return;
+	mrc_tx_uncharge(r, mrc_tx_slot_rw(tx, psn));
+}
+
 /* an ACK covers @psn; Return: true if a retransmission proved spurious */
 static bool mrc_tx_ack_one(struct mrc_tx *tx, u32 psn, u32 now,
 			   struct mrc_ack_result *r, struct mrc_rack_cand *c)
@@ -407,8 +419,10 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 			mrc_tx_update_reo_wnd(tx);
 		}
 	}
-	if (a->dup)
+	if (a->dup) {
 		tx->spurious++;	/* the receiver got a PSN twice */
+		mrc_tx_dup(tx, a->dup_psn, r);
+	}
 	if (spurious || a->dup)
 		mrc_tx_spurious(tx);
 	mrc_tx_frto(tx, &c, r->newly_acked);

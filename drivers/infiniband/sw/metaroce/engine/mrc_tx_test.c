@@ -849,6 +849,50 @@ static void mrc_tx_spurious_adapts(struct kunit *test)
 }
 
 /*
+ * Resends for RACK losses whose originals arrive too late for the timing
+ * test: the receiver's DUP ACKs name the PSNs, and each loss charge is
+ * reported back once, for the path the original went out on.
+ */
+static void mrc_tx_dup_uncharges(struct kunit *test)
+{
+	static const u32 s3[] = { 3 };
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_info a = { .cum = 4, .dup = true };
+	struct mrc_ack_result r;
+
+	mrc_tt_warm(test, tx, 1000);
+	mrc_tt_send(test, tx, 3, 2000, 1);		/* PSN 1-3 on 0, 1, 2 */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 3002, 1, 2002, s3, 1, &r), 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 3251, 7, 0), MRC_TXT_RETX);
+	KUNIT_ASSERT_EQ(test, tx->lost, 2u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, 3251, 9, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 2, 1, 3251, 9, 0), 0);
+	/* the originals arrive 2 ms after the resends: not judged spurious */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 5300, 4, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 2u);
+	KUNIT_EXPECT_EQ(test, r.n_uncharge, 0u);
+	/* then the resends, duplicates now */
+	a.dup_psn = 2;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 5400, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.n_uncharge, 1u);
+	KUNIT_EXPECT_EQ(test, r.uncharge[0], 1);
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 5410, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.n_uncharge, 0u);	/* once only */
+	a.dup_psn = 1;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 5420, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.n_uncharge, 1u);
+	KUNIT_EXPECT_EQ(test, r.uncharge[0], 0);
+	/* PSN 3 was never resent; 40 was never sent */
+	a.dup_psn = 3;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 5430, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.n_uncharge, 0u);
+	a.dup_psn = 40;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 5440, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.n_uncharge, 0u);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 5u);	/* one per DUP ACK */
+}
+
+/*
  * F-RTO set-up: @n PSNs from 1 after a 100 us warm-up, the probe skipped,
  * the RTO fired and PSN 1 resent; *@d is the RTO's time.
  */
@@ -1061,6 +1105,7 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_rack_path_tag),
 	KUNIT_CASE(mrc_tx_reo_cap),
 	KUNIT_CASE(mrc_tx_spurious_adapts),
+	KUNIT_CASE(mrc_tx_dup_uncharges),
 	KUNIT_CASE(mrc_tx_dup_report_adapts),
 	KUNIT_CASE(mrc_tx_frto_spurious_and_real),
 	KUNIT_CASE(mrc_tx_psn_wrap),
