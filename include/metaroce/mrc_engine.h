@@ -831,7 +831,8 @@ int mrc_path_index(const struct mrc_path *p, u16 port);
  * struct mrc_credit - receiver-side credit pool of one device.
  * @pool: packets all active senders together may have outstanding
  *	towards this receiver, 8 fractional bits.
- * @pool_min: floor of the pool in packets (per active flow: 2).
+ * @pool_min: floor of the pool in packets (per active flow:
+ *	MRC_CREDIT_MIN_FLOW).
  * @pool_max: ceiling of the pool in packets.
  * @target_us: queueing delay the pool allows in front of the receiver.
  * @epoch_us: how often the pool and the active-flow count are updated.
@@ -882,7 +883,7 @@ struct mrc_credit_flow {
 };
 
 #define MRC_CREDIT_OWD_EPOCHS	2048	/* base delay forgotten after 2 windows */
-#define MRC_CREDIT_MIN_FLOW	2	/* packets a flow always gets */
+#define MRC_CREDIT_MIN_FLOW	1	/* packets a flow always gets */
 #define MRC_CREDIT_MIN_SAMPLES	8	/* packets an epoch needs to cut */
 
 void mrc_credit_init(struct mrc_credit *c, u32 pool_min, u32 pool_max,

@@ -414,7 +414,7 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 				    qp->sq_psn_attr, qp->win_max);
 			/* off: the window stays at its maximum */
 			mrc_cc_init(&qp->cc, mrc_cc_enable ? 16 : qp->win_max,
-				    mrc_cc_enable ? 2 : qp->win_max,
+				    mrc_cc_enable ? 1 : qp->win_max,
 				    qp->win_max, mrc_cc_target_us);
 			qp->tx.wnd = mrc_cc_wnd(&qp->cc);
 			qp->credit = 0;

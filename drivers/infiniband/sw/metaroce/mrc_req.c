@@ -727,8 +727,8 @@ static void mrc_req_ack_feedback(struct mrc_qp *qp, u32 now,
 		mrc_stat_add(mdev, MRC_ST_ECN_ECHO, p->ack.ce_count);
 	if (p->pmtu_shift)
 		qp->peer_seg_shift = p->pmtu_shift;
-	/* a grant below the window's floor would stall: at least two */
-	qp->credit = p->ack.credit ? max_t(u32, p->ack.credit, 2) : 0;
+	/* a grant of 0 packets would stall: at least one */
+	qp->credit = p->ack.credit ? max_t(u32, p->ack.credit, 1) : 0;
 }
 
 /*

@@ -53,9 +53,9 @@ static void mrc_credit_fair_and_shrinks(struct kunit *test)
 	cr_run(&c, f, 8, &now, 200, 100, 3000);
 	KUNIT_EXPECT_GT(test, c.cuts, 5u);
 	g = mrc_credit_grant(&c);
-	/* the floor: two packets a flow */
+	/* the floor: MRC_CREDIT_MIN_FLOW packets a flow */
 	KUNIT_EXPECT_EQ(test, g, (u32)MRC_CREDIT_MIN_FLOW);
-	KUNIT_EXPECT_EQ(test, c.pool, 16u * 256);
+	KUNIT_EXPECT_EQ(test, c.pool, 8u * MRC_CREDIT_MIN_FLOW * 256);
 	/* queue gone: grows again, an eighth (at least a packet a flow) */
 	cr_run(&c, f, 8, &now, 10, 100, 0);
 	cr_run(&c, f, 8, &now, 10, 100, 0);
