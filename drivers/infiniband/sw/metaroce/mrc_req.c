@@ -727,8 +727,8 @@ static void mrc_req_ack_feedback(struct mrc_qp *qp, u32 now,
 		mrc_stat_add(mdev, MRC_ST_ECN_ECHO, p->ack.ce_count);
 	if (p->pmtu_shift)
 		qp->peer_seg_shift = p->pmtu_shift;
-	/* a grant of 0 packets would stall: at least one */
-	qp->credit = p->ack.credit ? max_t(u32, p->ack.credit, 1) : 0;
+	/* the responder's grant in packets; 0: no limit */
+	qp->credit = p->ack.credit;
 }
 
 /*
