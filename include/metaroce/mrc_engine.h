@@ -110,6 +110,18 @@ struct mrc_tx_slot {
 	u16 prev_entropy;
 };
 
+/*
+ * Is a resend of @s charged to the path of its last copy?  Only when RACK
+ * declared that copy lost (RNR waits, probes and go-back-N charge
+ * nothing).  The requester charges the first PSN of a resend by this
+ * rule, and mrc_tx_sent() marks that PSN MRC_TXS_CHARGED by the same
+ * rule, so that a spurious loss can be taken back.
+ */
+static inline bool mrc_tx_slot_charges(const struct mrc_tx_slot *s)
+{
+	return s->flags & MRC_TXS_RACK;
+}
+
 /**
  * struct mrc_rack_ref - a RACK reference: the most recently sent PSN known
  * delivered (among some kind of deliveries) and the RTT measured on it.
@@ -303,8 +315,7 @@ struct mrc_ack_info {
  * @uncharge: entropies of RACK losses that proved spurious (an earlier
  *	copy arrived), to be taken back with mrc_path_on_loss_undo(); at
  *	most MRC_ACK_UNCHARGE per ACK, the rest stay charged.  The caller
- *	is expected to charge the first PSN of each RACK retransmission
- *	(mrc_tx_sent() of PSNs marked lost by RACK) and only that one.
+ *	charges the first PSN of each resend, by mrc_tx_slot_charges().
  */
 struct mrc_ack_result {
 	u32 newly_acked;

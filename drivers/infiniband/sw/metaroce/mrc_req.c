@@ -458,7 +458,7 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 				MRC_TXS_LOST))
 				n++;
 		/* RACK's verdicts judge the path; RNR waits and probes do not */
-		if (sl->flags & MRC_TXS_RACK)
+		if (mrc_tx_slot_charges(sl))
 			mrc_req_path_loss(qp, sl->entropy, now);
 		sport = mrc_pick_entropy(qp, sl->entropy, false, now);
 		err = mrc_build_req(qp, s, psn, n, true, now, sport);

@@ -158,8 +158,8 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
 				/* a probe, not a RACK repair */
 				s->flags &= ~MRC_TXS_RACK;
 			}
-			/* the caller charges a RACK repair's first PSN only */
-			if (!i && (s->flags & MRC_TXS_RACK))
+			/* the caller charges a resend's first PSN only */
+			if (!i && mrc_tx_slot_charges(s))
 				s->flags |= MRC_TXS_CHARGED;
 			else
 				s->flags &= ~MRC_TXS_CHARGED;
