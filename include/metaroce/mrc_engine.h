@@ -680,6 +680,7 @@ static inline u32 mrc_cc_wnd(const struct mrc_cc *cc)
 #define MRC_PATH_CE_RETIRE	4	/* CE echoes per epoch that retire one */
 #define MRC_PATH_EPOCH_PKTS	64	/* an entropy's own packets per epoch */
 #define MRC_PATH_OUTLIER	2	/* retire at this many times the average */
+#define MRC_PATH_LOSS_REDRAW	2	/* losses that let a balance window redraw */
 #define MRC_PATH_SKIP_MAX_US	100000	/* longest skip for delay */
 #define MRC_PATH_BALANCE_ROUNDS	8	/* rounds per balance window */
 #define MRC_PATH_EXPLORE_WINDOWS 8	/* quiet windows before an exploring redraw */
@@ -737,6 +738,8 @@ struct mrc_path_ent {
  *	rebalancing.
  * @wpicks: picks in the current balance window.
  * @quiet_windows: balance windows since the last redraw for balance.
+ * @wdry: the sender ran out of packets to send in this balance window
+ *	(mrc_path_note_dry()): it was not held back by the network.
  * @rtt_n: how many have one.
  * @switches: picks that passed over an entropy being skipped or shed.
  * @retired: entropies replaced with a fresh port.
@@ -766,6 +769,7 @@ struct mrc_path {
 	u32 balance_rounds;
 	u32 wpicks;
 	u32 quiet_windows;
+	bool wdry;
 	u32 rtt_n;
 	u64 switches;
 	u64 retired;
@@ -833,6 +837,11 @@ void mrc_path_on_loss(struct mrc_path *p, u16 port, u32 now);
 void mrc_path_on_loss_undo(struct mrc_path *p, u16 port);
 /* replace @port with a fresh one at once (a single path that timed out) */
 void mrc_path_replace(struct mrc_path *p, u16 port);
+/*
+ * the sender has sent all it had (application-limited): within this
+ * balance window, lossy entropies may be redrawn, the others had room
+ */
+void mrc_path_note_dry(struct mrc_path *p);
 /* index of @port in the set, or -1 */
 int mrc_path_index(const struct mrc_path *p, u16 port);
 

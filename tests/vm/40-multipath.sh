@@ -18,10 +18,11 @@
 #  2b. the busiest link down (both ends) mid-transfer: completes verified,
 #      the routers stop using it
 #  3. the busiest link at 5 % loss mid-transfer, the QP sending 40 Mbit/s
-#     (the other links have room): its share of the bytes from 1 s after
-#     is at most 85 % of its share before.  With every link full the
-#     lossy one keeps its share (it still delivers 95 %); make bench
-#     measures that goodput.
+#     (the other links have room, the sender runs dry between messages):
+#     its share of the bytes from 1 s after is at most 85 % of its share
+#     before.  A sender that never runs dry (every link full) keeps the
+#     lossy link (it still delivers 95 %); make bench measures that
+#     goodput.
 #  4. ordered mode (module parameter `ordered`, read at link add): exactly
 #     one link carries the data (others <= 1 %)
 #  rxe. rxe attached to the same fabric (ecmp_rxe_attach, for benchmarks):

@@ -190,7 +190,7 @@ void mrc_net_exit(void)
 u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid, bool lone, u32 now)
 {
 	struct mrc_path *p = &qp->path;
-	u64 sw = p->switches, rb = p->rebalanced;
+	u64 sw = p->switches, rb = p->rebalanced, rt = p->retired;
 	u16 port;
 
 	if (lone)
@@ -199,11 +199,11 @@ u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid, bool lone, u32 now)
 		port = mrc_path_pick(p, now, avoid);
 	if (p->switches != sw)
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_SWITCHES);
-	if (p->rebalanced != rb) {
-		/* a redraw for balance is a retirement too */
+	/* a balance window redraws for starvation or for loss */
+	if (p->rebalanced != rb)
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_REBALANCED);
+	if (p->retired != rt)
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
-	}
 	mrc_stat_inc(qp->mdev, MRC_ST_PATH_SLOT0 + p->last % MRC_PATH_SLOTS);
 	return port;
 }

@@ -544,6 +544,9 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 		if (s->sent == s->npsn)
 			qp->sq_next++;
 	}
+	/* all posted work sent: the paths had room (mrc_path_note_dry()) */
+	if (qp->sq_next == prod)
+		mrc_path_note_dry(&qp->path);
 	return *budget != 0;
 }
 

@@ -12,7 +12,8 @@
  * - Losses are charged to the entropy the lost packet went out on.  One
  *   with more than the set's average (reordering and random loss hit all
  *   alike) loses a share of its turns in proportion to the excess: a
- *   lossy path still carries what it can, less than a clean one.  An
+ *   lossy path still carries what it can, less than a clean one, and
+ *   balance windows redraw its entropies while the others have room.  An
  *   entropy that looks dead (loss_retire losses in a row with no ACK
  *   through it, at least MRC_PATH_OUTLIER times the set's average), or
  *   whose excess sheds every turn, or with ce_retire marks within its
@@ -155,16 +156,71 @@ static struct mrc_path_ent *mrc_path_step(struct mrc_path *p)
 }
 
 /*
+ * Is @e's count (losses or marks) an outlier of the set?  Reordering and
+ * random loss hit every entropy alike; a bad path stands out.  A single
+ * entropy never does: it has nothing to be compared with.
+ */
+static bool mrc_path_outlier(const struct mrc_path *p,
+			     const struct mrc_path_ent *e, bool ce)
+{
+	u64 sum = 0;
+	u32 i, mine = ce ? e->ce : e->losses;
+
+	if (ce) {
+		for (i = 0; i < p->n; i++)
+			sum += p->ents[i].ce;
+	} else {
+		sum = p->loss_sum;
+	}
+	return (u64)mine * p->n >= MRC_PATH_OUTLIER * sum;
+}
+
+/*
+ * The entropy to redraw for loss at the end of a balance window (@sum
+ * packets sent by @cnt entries), if any.  Only in a window in which the
+ * sender ran dry: it had nothing more to send, so the paths had room.  A
+ * sender that never runs dry wants more than the paths carry, and a lossy
+ * path still adds what it delivers.  The candidates have at least
+ * MRC_PATH_LOSS_REDRAW losses, twice the set's average, and sent at most
+ * 1.5 times the window's average (shedding alone thins their turns
+ * little while delay skips keep much of the set waiting).  One that sent
+ * more got the turns of entropies skipped for delay, whose links are
+ * full: it stays.  Of the candidates, the one with the most losses.
+ */
+static struct mrc_path_ent *
+mrc_path_lossy_redraw(struct mrc_path *p, u64 sum, u32 cnt)
+{
+	struct mrc_path_ent *w = NULL;
+	u32 i;
+
+	if (!p->wdry)
+		return NULL;
+	for (i = 0; i < p->n; i++) {
+		struct mrc_path_ent *e = &p->ents[i];
+
+		if (e->wfresh || e->losses < MRC_PATH_LOSS_REDRAW ||
+		    (u64)e->wsent * cnt * 2 > sum * 3 ||
+		    !mrc_path_outlier(p, e, false))
+			continue;
+		if (!w || e->losses > w->losses)
+			w = e;
+	}
+	return w;
+}
+
+/*
  * Skips for delay leave the entropies on a crowded link fewer turns.  At
  * the end of each balance window the entropy that sent least, if under
  * half the average and in the set for the whole window, gets a fresh
- * port: a new draw of the ECMP hash.  Once the set's ports are spread
- * evenly over the links all send alike and only the rare exploring
- * redraw remains.
+ * port: a new draw of the ECMP hash.  Failing that, so may a lossy one
+ * (a quarter of the fresh draws land on the same link again, so a lossy
+ * link drains over a few windows while the sender has room to spare).
+ * Once the set's ports are spread evenly over the links and none stands
+ * out for loss, only the rare exploring redraw remains.
  */
 static void mrc_path_balance(struct mrc_path *p)
 {
-	struct mrc_path_ent *lo = NULL, *slow = NULL, *out = NULL;
+	struct mrc_path_ent *lo = NULL, *slow = NULL, *out = NULL, *bad = NULL;
 	u64 sum = 0;
 	u32 i, cnt = 0;
 
@@ -180,9 +236,13 @@ static void mrc_path_balance(struct mrc_path *p)
 		if (e->rtt && (!slow || e->rtt > slow->rtt))
 			slow = e;
 	}
-	if (lo && cnt > 1 && (u64)lo->wsent * 2 * cnt < sum) {
+	if (lo && cnt > 1 && (u64)lo->wsent * 2 * cnt < sum)
 		out = lo;
-	} else if (++p->quiet_windows >= MRC_PATH_EXPLORE_WINDOWS) {
+	else if (cnt > 1)
+		bad = mrc_path_lossy_redraw(p, sum, cnt);
+	if (bad) {
+		out = bad;
+	} else if (!out && ++p->quiet_windows >= MRC_PATH_EXPLORE_WINDOWS) {
 		/*
 		 * Even use says nothing of links that carry none of the set
 		 * (a path that came back after a failure): now and then the
@@ -192,7 +252,8 @@ static void mrc_path_balance(struct mrc_path *p)
 	}
 	if (out) {
 		mrc_path_retire(p, out);
-		p->rebalanced++;
+		if (out != bad)
+			p->rebalanced++;
 		p->quiet_windows = 0;
 	}
 	for (i = 0; i < p->n; i++) {
@@ -201,6 +262,7 @@ static void mrc_path_balance(struct mrc_path *p)
 		p->ents[i].wsent = 0;
 	}
 	p->wpicks = 0;
+	p->wdry = false;
 }
 
 /* @e carries the next packet */
@@ -328,26 +390,6 @@ static void mrc_path_skip(struct mrc_path *p, struct mrc_path_ent *e, u32 now,
 	e->skip_until = now + (us > p->skip_us ? us : p->skip_us);
 }
 
-/*
- * Is @e's count (losses or marks) an outlier of the set?  Reordering and
- * random loss hit every entropy alike; a bad path stands out.  A single
- * entropy never does: it has nothing to be compared with.
- */
-static bool mrc_path_outlier(const struct mrc_path *p,
-			     const struct mrc_path_ent *e, bool ce)
-{
-	u64 sum = 0;
-	u32 i, mine = ce ? e->ce : e->losses;
-
-	if (ce) {
-		for (i = 0; i < p->n; i++)
-			sum += p->ents[i].ce;
-	} else {
-		sum = p->loss_sum;
-	}
-	return (u64)mine * p->n >= MRC_PATH_OUTLIER * sum;
-}
-
 /* the smallest smoothed RTT of the set (entries with a sample) */
 static u32 mrc_path_rtt_min(const struct mrc_path *p)
 {
@@ -454,6 +496,11 @@ void mrc_path_on_loss_undo(struct mrc_path *p, u16 port)
 	e->losses--;
 	p->loss_sum--;
 	p->losses_undone++;
+}
+
+void mrc_path_note_dry(struct mrc_path *p)
+{
+	p->wdry = true;
 }
 
 void mrc_path_replace(struct mrc_path *p, u16 port)

@@ -666,6 +666,113 @@ static void mrc_path_lossy_many_shed(struct kunit *test)
 	KUNIT_EXPECT_GT(test, on_lossy, 0u);
 }
 
+/*
+ * A fabric of 4 links with room to spare (the sender runs dry after each
+ * packet), one of which loses 1 packet in 20.  The entropies hashed onto
+ * it lose more than the others and send no more than their share:
+ * balance windows redraw them one by one, and three fresh draws in four
+ * land elsewhere.  The link keeps a sliver.
+ */
+static void mrc_path_lossy_link_drains(struct kunit *test)
+{
+	struct mrc_path_ent ents[PT_N];
+	u32 k, now = 0, nl = 0, on_lossy = 0, picks = 0;
+	struct mrc_path p;
+
+	mrc_path_init(&p, ents, PT_N, 99, true);
+	for (k = 0; k < 40000; k++) {
+		u16 port = mrc_path_pick(&p, now, 0);
+		bool bad = (port & 3) == 2;	/* the "hash" of link 2 */
+
+		mrc_path_note_dry(&p);
+		now += 10;
+		if (k >= 20000) {
+			picks++;
+			on_lossy += bad;
+		}
+		if (bad && ++nl % 20 == 0)
+			mrc_path_on_loss(&p, port, now);
+		else
+			mrc_path_on_ack(&p, port, false, 100, now);
+	}
+	KUNIT_EXPECT_EQ(test, p.loss_sum, pt_loss_sum(&p));
+	KUNIT_EXPECT_GT(test, p.retired, 0ull);
+	/* even would be 25 % */
+	KUNIT_EXPECT_LT(test, on_lossy * 100, picks * 8);
+}
+
+/*
+ * The redraw for loss at the end of a balance window in which the sender
+ * ran dry takes an entropy with MRC_PATH_LOSS_REDRAW losses or more,
+ * twice the set's average, that sent at most 1.5 times the average.  One
+ * that sent more (the delay skips sent the others' packets to it: their
+ * links are full) stays, and so do all while the sender never runs dry
+ * (it wants more than the paths carry).
+ */
+static void mrc_path_lossy_busy_stays(struct kunit *test)
+{
+	struct mrc_path_ent ents[4];
+	struct mrc_path p;
+	u16 old;
+	u32 i, k;
+
+	mrc_path_init(&p, ents, 4, 5, true);
+	old = ents[0].port;
+	/* three losses with ACKs through it between: not dead */
+	for (k = 0; k < 3; k++) {
+		mrc_path_on_loss(&p, old, 0);
+		mrc_path_on_ack(&p, old, false, 100, 0);
+	}
+	KUNIT_ASSERT_EQ(test, p.retired, 0ull);
+	KUNIT_ASSERT_EQ(test, ents[0].losses, 3u);
+
+	/* a sender that never ran dry keeps it */
+	for (i = 0; i < 4; i++)
+		ents[i].wsent = 8;
+	mrc_path_balance(&p);
+	KUNIT_EXPECT_EQ(test, ents[0].port, old);
+	KUNIT_EXPECT_EQ(test, p.retired, 0ull);
+
+	for (i = 0; i < 4; i++)
+		ents[i].wsent = i ? 6 : 14;
+	mrc_path_note_dry(&p);
+	mrc_path_balance(&p);
+	KUNIT_EXPECT_EQ(test, ents[0].port, old);
+	KUNIT_EXPECT_EQ(test, p.retired, 0ull);
+
+	/* as lossy, at most 1.5 times the average: redrawn, not for balance */
+	for (i = 0; i < 4; i++)
+		ents[i].wsent = i ? 7 : 11;
+	mrc_path_note_dry(&p);
+	mrc_path_balance(&p);
+	KUNIT_EXPECT_NE(test, ents[0].port, old);
+	KUNIT_EXPECT_EQ(test, p.retired, 1ull);
+	KUNIT_EXPECT_EQ(test, p.rebalanced, 0ull);
+	KUNIT_EXPECT_EQ(test, p.loss_sum, 0u);
+
+	/* the same losses on every entry: none stands out, none goes */
+	for (k = 0; k < 3; k++) {
+		for (i = 0; i < 4; i++) {
+			mrc_path_on_loss(&p, ents[i].port, 0);
+			mrc_path_on_ack(&p, ents[i].port, false, 100, 0);
+		}
+	}
+	for (i = 0; i < 4; i++)
+		ents[i].wsent = 8;
+	mrc_path_note_dry(&p);
+	mrc_path_balance(&p);
+	KUNIT_EXPECT_EQ(test, p.retired, 1ull);
+
+	/* one loss in a clean set: under MRC_PATH_LOSS_REDRAW, it stays */
+	mrc_path_init(&p, ents, 4, 6, true);
+	old = ents[3].port;
+	mrc_path_on_loss(&p, old, 0);
+	mrc_path_note_dry(&p);
+	mrc_path_balance(&p);
+	KUNIT_EXPECT_EQ(test, ents[3].port, old);
+	KUNIT_EXPECT_EQ(test, p.retired, 0ull);
+}
+
 /* a spurious loss is taken back: the count is as if it never happened */
 static void mrc_path_loss_undo(struct kunit *test)
 {
@@ -721,6 +828,8 @@ static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_lossy_keeps_share),
 	KUNIT_CASE(mrc_path_lossy_many_shed),
 	KUNIT_CASE(mrc_path_loss_undo),
+	KUNIT_CASE(mrc_path_lossy_link_drains),
+	KUNIT_CASE(mrc_path_lossy_busy_stays),
 	KUNIT_CASE(mrc_path_init_distinct_ports),
 	KUNIT_CASE(mrc_path_round_robin_even),
 	KUNIT_CASE(mrc_path_acks_sample_all),
