@@ -631,6 +631,49 @@ static void mrc_path_lossy_keeps_share(struct kunit *test)
 	KUNIT_EXPECT_GT(test, on_lossy * 100, picks * 8);
 }
 
+/* the entries at index 0..5 share the lossy link */
+static bool pt_first_six(const struct mrc_path *p, u16 port)
+{
+	int idx = mrc_path_index(p, port);
+
+	return idx >= 0 && idx < 6;
+}
+
+/* ports whose low bits are 2 hash onto the lossy link */
+static bool pt_link_two(const struct mrc_path *p, u16 port)
+{
+	return (port & 3) == 2;
+}
+
+/*
+ * 40000 picks, 10 us apart; every 20th packet sent on the lossy link (as
+ * @bad tells) is lost, every other one ACKed at once.  @dry: the sender
+ * runs dry after each packet.  Return: picks of the second half that went
+ * to the lossy link (of 20000).
+ */
+static u32 pt_run_lossy(struct mrc_path *p,
+			bool (*bad)(const struct mrc_path *p, u16 port),
+			bool dry)
+{
+	u32 k, now = 0, nl = 0, on_lossy = 0;
+
+	for (k = 0; k < 40000; k++) {
+		u16 port = mrc_path_pick(p, now, 0);
+		bool lossy = bad(p, port);
+
+		if (dry)
+			mrc_path_note_dry(p);
+		now += 10;
+		if (k >= 20000)
+			on_lossy += lossy;
+		if (lossy && ++nl % 20 == 0)
+			mrc_path_on_loss(p, port, now);
+		else
+			mrc_path_on_ack(p, port, false, 100, now);
+	}
+	return on_lossy;
+}
+
 /*
  * Six of 16 entries share a link that loses 1 packet in 20 (ports rarely
  * spread evenly over links).  Their losses lift the set's average, the
@@ -640,29 +683,15 @@ static void mrc_path_lossy_keeps_share(struct kunit *test)
 static void mrc_path_lossy_many_shed(struct kunit *test)
 {
 	struct mrc_path_ent ents[PT_N];
-	u32 k, now = 0, nl = 0, on_lossy = 0, picks = 0;
 	struct mrc_path p;
+	u32 on_lossy;
 
 	mrc_path_init(&p, ents, PT_N, 4242, true);
 	p.balance_rounds = 0;		/* the shares come from the shedding */
-	for (k = 0; k < 40000; k++) {
-		u16 port = mrc_path_pick(&p, now, 0);
-		int idx = mrc_path_index(&p, port);
-		bool bad = idx >= 0 && idx < 6;
-
-		now += 10;
-		if (k >= 20000) {
-			picks++;
-			on_lossy += bad;
-		}
-		if (bad && ++nl % 20 == 0)
-			mrc_path_on_loss(&p, port, now);
-		else
-			mrc_path_on_ack(&p, port, false, 100, now);
-	}
+	on_lossy = pt_run_lossy(&p, pt_first_six, false);
 	KUNIT_EXPECT_EQ(test, p.loss_sum, pt_loss_sum(&p));
 	/* 6 of 16: 37.5 % even; at most two thirds of that */
-	KUNIT_EXPECT_LT(test, on_lossy * 100, picks * 25);
+	KUNIT_EXPECT_LT(test, on_lossy * 100, 20000u * 25);
 	KUNIT_EXPECT_GT(test, on_lossy, 0u);
 }
 
@@ -676,29 +705,15 @@ static void mrc_path_lossy_many_shed(struct kunit *test)
 static void mrc_path_lossy_link_drains(struct kunit *test)
 {
 	struct mrc_path_ent ents[PT_N];
-	u32 k, now = 0, nl = 0, on_lossy = 0, picks = 0;
 	struct mrc_path p;
+	u32 on_lossy;
 
 	mrc_path_init(&p, ents, PT_N, 99, true);
-	for (k = 0; k < 40000; k++) {
-		u16 port = mrc_path_pick(&p, now, 0);
-		bool bad = (port & 3) == 2;	/* the "hash" of link 2 */
-
-		mrc_path_note_dry(&p);
-		now += 10;
-		if (k >= 20000) {
-			picks++;
-			on_lossy += bad;
-		}
-		if (bad && ++nl % 20 == 0)
-			mrc_path_on_loss(&p, port, now);
-		else
-			mrc_path_on_ack(&p, port, false, 100, now);
-	}
+	on_lossy = pt_run_lossy(&p, pt_link_two, true);
 	KUNIT_EXPECT_EQ(test, p.loss_sum, pt_loss_sum(&p));
 	KUNIT_EXPECT_GT(test, p.retired, 0ull);
 	/* even would be 25 % */
-	KUNIT_EXPECT_LT(test, on_lossy * 100, picks * 8);
+	KUNIT_EXPECT_LT(test, on_lossy * 100, 20000u * 8);
 }
 
 /*
@@ -709,6 +724,18 @@ static void mrc_path_lossy_link_drains(struct kunit *test)
  * links are full) stays, and so do all while the sender never runs dry
  * (it wants more than the paths carry).
  */
+/* close a balance window in which entry 0 sent @first, the others @rest */
+static void pt_window(struct mrc_path *p, u32 first, u32 rest, bool dry)
+{
+	u32 i;
+
+	for (i = 0; i < p->n; i++)
+		p->ents[i].wsent = i ? rest : first;
+	if (dry)
+		mrc_path_note_dry(p);
+	mrc_path_balance(p);
+}
+
 static void mrc_path_lossy_busy_stays(struct kunit *test)
 {
 	struct mrc_path_ent ents[4];
@@ -727,24 +754,17 @@ static void mrc_path_lossy_busy_stays(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, ents[0].losses, 3u);
 
 	/* a sender that never ran dry keeps it */
-	for (i = 0; i < 4; i++)
-		ents[i].wsent = 8;
-	mrc_path_balance(&p);
+	pt_window(&p, 8, 8, false);
 	KUNIT_EXPECT_EQ(test, ents[0].port, old);
 	KUNIT_EXPECT_EQ(test, p.retired, 0ull);
 
-	for (i = 0; i < 4; i++)
-		ents[i].wsent = i ? 6 : 14;
-	mrc_path_note_dry(&p);
-	mrc_path_balance(&p);
+	/* so does one that did, while it sends over 1.5 times the average */
+	pt_window(&p, 14, 6, true);
 	KUNIT_EXPECT_EQ(test, ents[0].port, old);
 	KUNIT_EXPECT_EQ(test, p.retired, 0ull);
 
 	/* as lossy, at most 1.5 times the average: redrawn, not for balance */
-	for (i = 0; i < 4; i++)
-		ents[i].wsent = i ? 7 : 11;
-	mrc_path_note_dry(&p);
-	mrc_path_balance(&p);
+	pt_window(&p, 11, 7, true);
 	KUNIT_EXPECT_NE(test, ents[0].port, old);
 	KUNIT_EXPECT_EQ(test, p.retired, 1ull);
 	KUNIT_EXPECT_EQ(test, p.rebalanced, 0ull);
@@ -757,18 +777,14 @@ static void mrc_path_lossy_busy_stays(struct kunit *test)
 			mrc_path_on_ack(&p, ents[i].port, false, 100, 0);
 		}
 	}
-	for (i = 0; i < 4; i++)
-		ents[i].wsent = 8;
-	mrc_path_note_dry(&p);
-	mrc_path_balance(&p);
+	pt_window(&p, 8, 8, true);
 	KUNIT_EXPECT_EQ(test, p.retired, 1ull);
 
 	/* one loss in a clean set: under MRC_PATH_LOSS_REDRAW, it stays */
 	mrc_path_init(&p, ents, 4, 6, true);
 	old = ents[3].port;
 	mrc_path_on_loss(&p, old, 0);
-	mrc_path_note_dry(&p);
-	mrc_path_balance(&p);
+	pt_window(&p, 0, 0, true);
 	KUNIT_EXPECT_EQ(test, ents[3].port, old);
 	KUNIT_EXPECT_EQ(test, p.retired, 0ull);
 }
