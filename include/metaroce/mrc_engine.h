@@ -737,7 +737,8 @@ struct mrc_path_ent {
  * @balance_rounds: rounds (of @n picks) per balance window; 0: no
  *	rebalancing.
  * @wpicks: picks in the current balance window.
- * @quiet_windows: balance windows since the last redraw for balance.
+ * @quiet_windows: balance windows since the last redraw (for balance or
+ *	loss).
  * @wdry: the sender ran out of packets to send in this balance window
  *	(mrc_path_note_dry()): it was not held back by the network.
  * @rtt_n: how many have one.

@@ -236,19 +236,19 @@ static void mrc_path_balance(struct mrc_path *p)
 		if (e->rtt && (!slow || e->rtt > slow->rtt))
 			slow = e;
 	}
-	if (lo && cnt > 1 && (u64)lo->wsent * 2 * cnt < sum)
+	if (lo && cnt > 1 && (u64)lo->wsent * 2 * cnt < sum) {
 		out = lo;
-	else if (cnt > 1)
-		bad = mrc_path_lossy_redraw(p, sum, cnt);
-	if (bad) {
+	} else {
+		if (cnt > 1)
+			bad = mrc_path_lossy_redraw(p, sum, cnt);
 		out = bad;
-	} else if (!out && ++p->quiet_windows >= MRC_PATH_EXPLORE_WINDOWS) {
 		/*
 		 * Even use says nothing of links that carry none of the set
 		 * (a path that came back after a failure): now and then the
 		 * most delayed entropy is redrawn anyway, to look for them.
 		 */
-		out = slow;
+		if (!out && ++p->quiet_windows >= MRC_PATH_EXPLORE_WINDOWS)
+			out = slow;
 	}
 	if (out) {
 		mrc_path_retire(p, out);

@@ -716,14 +716,6 @@ static void mrc_path_lossy_link_drains(struct kunit *test)
 	KUNIT_EXPECT_LT(test, on_lossy * 100, 20000u * 8);
 }
 
-/*
- * The redraw for loss at the end of a balance window in which the sender
- * ran dry takes an entropy with MRC_PATH_LOSS_REDRAW losses or more,
- * twice the set's average, that sent at most 1.5 times the average.  One
- * that sent more (the delay skips sent the others' packets to it: their
- * links are full) stays, and so do all while the sender never runs dry
- * (it wants more than the paths carry).
- */
 /* close a balance window in which entry 0 sent @first, the others @rest */
 static void pt_window(struct mrc_path *p, u32 first, u32 rest, bool dry)
 {
@@ -736,6 +728,14 @@ static void pt_window(struct mrc_path *p, u32 first, u32 rest, bool dry)
 	mrc_path_balance(p);
 }
 
+/*
+ * The redraw for loss at the end of a balance window in which the sender
+ * ran dry takes an entropy with MRC_PATH_LOSS_REDRAW losses or more,
+ * twice the set's average, that sent at most 1.5 times the average.  One
+ * that sent more (the delay skips sent the others' packets to it: their
+ * links are full) stays, and so do all while the sender never runs dry
+ * (it wants more than the paths carry).
+ */
 static void mrc_path_lossy_busy_stays(struct kunit *test)
 {
 	struct mrc_path_ent ents[4];
