@@ -195,6 +195,8 @@ struct mrc_tx_path {
  * @reo_deadline: when the RACK reordering timer expires, if @reo_armed.
  * @reo_armed: some PSN waits for the reordering window to pass.
  * @tlp_min: floor of the tail-loss probe timeout (MRC_TLP_MIN_US).
+ * @tlp_off: send no tail-loss probe (set by the caller: the peer's
+ *	grant of one packet means it may hold ACKs, mrc_credit_hold()).
  * @probe_psn: the PSN to resend after MRC_TXT_PROBE.
  * @spurious: retransmissions found unnecessary (the original arrived).
  * @rtos: RTO expiries, total.
@@ -230,6 +232,7 @@ struct mrc_tx {
 	u32 reo_deadline;
 	bool reo_armed;
 	u32 tlp_min;
+	bool tlp_off;
 	u32 probe_psn;
 	u32 spurious;
 	u32 rtos;
@@ -852,20 +855,30 @@ int mrc_path_index(const struct mrc_path *p, u16 port);
  * struct mrc_credit - receiver-side credit pool of one device.
  * @pool: packets all active senders together may have outstanding
  *	towards this receiver, 8 fractional bits.
- * @pool_min: floor of the pool in packets (per active flow:
- *	MRC_CREDIT_MIN_FLOW).
+ * @pool_min: floor of the pool in packets (and, unless holds are on,
+ *	MRC_CREDIT_MIN_FLOW per active flow).
  * @pool_max: ceiling of the pool in packets.
  * @target_us: queueing delay the pool allows in front of the receiver.
  * @epoch_us: how often the pool and the active-flow count are updated.
  * @epoch_start: start of the current epoch.
  * @epoch_id: number of the current epoch.
  * @started: @epoch_start is valid.
- * @active: flows that delivered data in the last epoch (>= 1).
+ * @active: flows that delivered data in the last two epochs, or wait
+ *	on the hold list (>= 1).
  * @seen: flows seen so far in this epoch.
- * @qmin: smallest queueing delay seen in this epoch (valid if @q_valid).
+ * @seen_prev: flows seen in the previous epoch.
+ * @seen_both: flows seen in this epoch that were seen in the previous.
+ * @judge_start: start of the epochs whose samples are pooled.
+ * @qmin: smallest queueing delay since @judge_start (valid if @q_valid).
  * @q_valid: @qmin holds a sample.
- * @samples: packets seen in this epoch.
+ * @samples: packets seen since @judge_start.
  * @cuts: pool reductions, a counter.
+ * @hold_max_us: longest an ACK is held for rotation; 0: no holds.
+ * @hold_head: oldest flow whose ACK is held (see mrc_credit_hold()).
+ * @hold_tail: newest such flow.
+ * @held: flows on that list.
+ * @holds: ACKs held, a counter.
+ * @hold_timeouts: held ACKs sent because @hold_max_us passed, a counter.
  */
 struct mrc_credit {
 	u32 pool;
@@ -878,10 +891,19 @@ struct mrc_credit {
 	bool started;
 	u32 active;
 	u32 seen;
+	u32 seen_prev;
+	u32 seen_both;
+	u32 judge_start;
 	u32 qmin;
 	bool q_valid;
 	u32 samples;
 	u64 cuts;
+	u32 hold_max_us;
+	struct mrc_credit_flow *hold_head;
+	struct mrc_credit_flow *hold_tail;
+	u32 held;
+	u64 holds;
+	u64 hold_timeouts;
 };
 
 /**
@@ -893,6 +915,11 @@ struct mrc_credit {
  * @valid: @owd_min holds a sample.
  * @epoch_id: last epoch this flow was counted in.
  * @counted: @epoch_id is valid.
+ * @hold_prev: previous flow on the pool's hold list.
+ * @hold_next: next flow on it.
+ * @hold_since: when this flow's ACK was held.
+ * @held: the flow is on the hold list.
+ * @released: taken off the list for its turn: its ACK is due.
  */
 struct mrc_credit_flow {
 	u32 owd_min;
@@ -901,11 +928,17 @@ struct mrc_credit_flow {
 	bool valid;
 	u32 epoch_id;
 	bool counted;
+	struct mrc_credit_flow *hold_prev;
+	struct mrc_credit_flow *hold_next;
+	u32 hold_since;
+	bool held;
+	bool released;
 };
 
 #define MRC_CREDIT_OWD_EPOCHS	2048	/* base delay forgotten after 2 windows */
 #define MRC_CREDIT_MIN_FLOW	1	/* packets a flow always gets */
 #define MRC_CREDIT_MIN_SAMPLES	8	/* packets an epoch needs to cut */
+#define MRC_CREDIT_CARRY	8	/* epochs pooled to reach that many */
 
 void mrc_credit_init(struct mrc_credit *c, u32 pool_min, u32 pool_max,
 		     u32 target_us, u32 epoch_us);
@@ -919,15 +952,44 @@ void mrc_credit_flow_init(struct mrc_credit_flow *f);
  *
  * Queueing delay is this packet's one-way delay minus the flow's
  * smallest.  Once per epoch: with one active flow the pool is full;
- * otherwise it shrinks in proportion to how far the epoch's smallest
- * queueing delay is over @target_us (at most by half, and only if the
- * epoch saw MRC_CREDIT_MIN_SAMPLES packets), or grows by an eighth (at
- * least one packet per active flow).
+ * otherwise, once MRC_CREDIT_MIN_SAMPLES packets were seen (pooled over
+ * up to MRC_CREDIT_CARRY epochs), it shrinks in proportion to how far
+ * their smallest queueing delay is over @target_us (at most by half), or
+ * grows by an eighth (at least one packet per active flow; one packet
+ * with holds on).
  */
 void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
 			u32 now, u32 tsval);
 /* packets the flow may have outstanding: its fair share of the pool */
 u32 mrc_credit_grant(const struct mrc_credit *c);
+/*
+ * Hold ACKs for rotation for at most @hold_max_us (0: never).  With
+ * holds on, the pool may shrink below one packet per active flow.
+ */
+void mrc_credit_set_hold(struct mrc_credit *c, u32 hold_max_us);
+/**
+ * mrc_credit_hold() - may the responder send @f's ACK now?
+ * @c: the device's pool.
+ * @f: the flow with a coalesced ACK due.
+ * @now: the time.
+ * @release: set to a held flow whose ACK is due now, or NULL.
+ *
+ * When more flows are active than the pool has packets, each flow is
+ * granted one packet and the pool's packets rotate among the flows: a
+ * flow whose packet arrived waits for its ACK (so, with a window of one
+ * packet, sends nothing more) until another flow's packet arrives, in
+ * arrival order.  The flows that hold a packet of the pool are those
+ * not held; as long as more of them are active than the pool has
+ * packets, ACKs are held without a release.  A held ACK is due at the
+ * latest @hold_max_us after it was held.
+ *
+ * Return: true if the ACK must wait (call again when the caller's timer
+ * for @hold_max_us or a release fires), false to send it.
+ */
+bool mrc_credit_hold(struct mrc_credit *c, struct mrc_credit_flow *f,
+		     u32 now, struct mrc_credit_flow **release);
+/* @f got an ACK anyway, or is reset or going away: off the hold list */
+void mrc_credit_unhold(struct mrc_credit *c, struct mrc_credit_flow *f);
 
 /* ---- receive-side placement checks ---- */
 

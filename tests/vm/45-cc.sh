@@ -10,7 +10,8 @@
 #  1. 8 -> 1 incast (100 Mbit/s, CE above 2 ms; then 20 Mbit/s, 10 ms):
 #     every flow verified, no error CQE, no retry_exceeded; the port marks
 #     CE; the receiver counts the marks, the senders get the echoes and
-#     cut their windows (ECN reaction counters)
+#     cut their windows (ECN reaction counters); the receiver's credit
+#     pool drops below one packet per sender and rotates (ACK holds)
 #  2. two flows (10 Mbit/s, 20 ms): per-flow verified goodput, Jain index;
 #     each flow >= 25 % of the total
 # Per-flow goodput is mrc_verify's goodput_mbps (verified bytes / stream
@@ -119,7 +120,7 @@ flow_diag() { # DESC FLOWS...
 	done
 	t_diag "$desc: verified Mbit/s per flow:$s; sum $CC_SUM; Jain $(jain "${CC_GP[@]}")"
 	t_diag "$desc: bottleneck sent $CC_MBPS Mbit/s over $((CC_SECS / 10)).$((CC_SECS % 10)) s of streams, CE marks $CC_MARKS, drops $CC_DROPS; guest CPU busy $CC_CPU %"
-	t_diag "$desc: senders: tx $(sum_delta tx_packets "${devs[@]}") retx $(sum_delta retransmitted_packets "${devs[@]}") rto $(sum_delta rto_events "${devs[@]}") ecn_echoes_received $(sum_delta ecn_echoes_received "${devs[@]}") window_cuts_ecn $(sum_delta window_cuts_ecn "${devs[@]}") cc_window_cuts $(sum_delta cc_window_cuts "${devs[@]}") credit_waits $(sum_delta credit_waits "${devs[@]}"); receiver: ecn_marks_received $(sum_delta ecn_marks_received "$RC_DEV_R") credits_granted $(sum_delta credits_granted "$RC_DEV_R") dup $(sum_delta duplicate_packets "$RC_DEV_R")"
+	t_diag "$desc: senders: tx $(sum_delta tx_packets "${devs[@]}") retx $(sum_delta retransmitted_packets "${devs[@]}") rto $(sum_delta rto_events "${devs[@]}") ecn_echoes_received $(sum_delta ecn_echoes_received "${devs[@]}") window_cuts_ecn $(sum_delta window_cuts_ecn "${devs[@]}") cc_window_cuts $(sum_delta cc_window_cuts "${devs[@]}") credit_waits $(sum_delta credit_waits "${devs[@]}"); receiver: ecn_marks_received $(sum_delta ecn_marks_received "$RC_DEV_R") credits_granted $(sum_delta credits_granted "$RC_DEV_R") credit_ack_holds $(sum_delta credit_ack_holds "$RC_DEV_R") credit_hold_timeouts $(sum_delta credit_hold_timeouts "$RC_DEV_R") dup $(sum_delta duplicate_packets "$RC_DEV_R")"
 }
 
 # counter_check DESC COUNTER DEV...: the counter grew (TODO if absent)
@@ -161,6 +162,7 @@ for rc in $INCAST; do
 	counter_check "$d: the receiver counts the CE marks" ecn_marks_received "$RC_DEV_R"
 	counter_check "$d: the senders get the marks echoed" ecn_echoes_received "${SENDERS[@]}"
 	counter_check "$d: the senders cut their windows on ECN" window_cuts_ecn "${SENDERS[@]}"
+	counter_check "$d: the receiver rotates its credit pool (holds ACKs)" credit_ack_holds "$RC_DEV_R"
 done
 
 # --- 2. two-flow fairness -------------------------------------------------------------

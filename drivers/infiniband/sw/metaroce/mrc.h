@@ -76,6 +76,7 @@ extern bool mrc_credits;
 extern bool mrc_jumbo;
 extern unsigned int mrc_credit_target_us;
 extern unsigned int mrc_credit_epoch_us;
+extern unsigned int mrc_credit_hold_us;
 extern struct workqueue_struct *mrc_wq;
 
 /* statistic counters, see mrc_stats.c for names */
@@ -119,6 +120,8 @@ enum mrc_stat {
 	MRC_ST_CREDIT_WAITS,
 	MRC_ST_CREDIT_POOL,
 	MRC_ST_CREDIT_CUTS,
+	MRC_ST_CREDIT_HOLDS,
+	MRC_ST_CREDIT_HOLD_TIMEOUTS,
 	MRC_ST_ORDERED_DISCARDS,
 	MRC_ST_WRITE_OVERLAP_CUTS,
 	MRC_ST_PATH_SLOT0,	/* MRC_PATH_SLOTS counters follow */
@@ -487,6 +490,8 @@ struct mrc_qp {
 	struct hrtimer ack_timer;
 	bool ack_timer_armed;
 	bool ack_now;
+	bool ack_held;			/* the ACK waits its turn (credits) */
+	u32 ack_held_at;		/* since when */
 
 	refcount_t ref;			/* packet and timer users */
 	struct completion done;
@@ -603,6 +608,8 @@ enum hrtimer_restart mrc_ack_timer_fn(struct hrtimer *t);
 bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget, u32 now);
 bool mrc_resp_pending(const struct mrc_qp *qp);
 void mrc_send_ack(struct mrc_qp *qp, u8 syndrome, u32 nak_psn);
+void mrc_resp_ack_release(struct mrc_qp *qp);
+void mrc_resp_unhold(struct mrc_qp *qp);
 void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 			u8 flags);
 

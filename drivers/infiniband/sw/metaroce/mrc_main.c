@@ -78,9 +78,13 @@ bool mrc_credits = true;
 module_param_named(credits, mrc_credits, bool, 0644);
 MODULE_PARM_DESC(credits, "Receiver credits: ACKs grant each sending QP an equal share of a pool sized by the queueing delay in front of this receiver (default on)");
 
-unsigned int mrc_credit_target_us = 1000;
+unsigned int mrc_credit_target_us = 250;
 module_param_named(credit_target_us, mrc_credit_target_us, uint, 0644);
-MODULE_PARM_DESC(credit_target_us, "Queueing delay in front of the receiver that the credit pool allows, in microseconds (default 1000), read at link add");
+MODULE_PARM_DESC(credit_target_us, "Queueing delay in front of the receiver that the credit pool allows, in microseconds (default 250), read at link add");
+
+unsigned int mrc_credit_hold_us = 4000;
+module_param_named(credit_hold_us, mrc_credit_hold_us, uint, 0644);
+MODULE_PARM_DESC(credit_hold_us, "Receiver credits rotate among more senders than the pool has packets by holding ACKs, each at most this long in microseconds (default 4000; 0: no rotation, every sender keeps a packet), read at link add");
 
 unsigned int mrc_credit_epoch_us = 2000;
 module_param_named(credit_epoch_us, mrc_credit_epoch_us, uint, 0644);
@@ -144,8 +148,10 @@ static int mrc_newlink(const char *name, struct net_device *ndev)
 	mdev->ordered = mrc_ordered;
 	spin_lock_init(&mdev->credit_lock);
 	/* one QP alone gets the largest window: credits only bite when shared */
-	mrc_credit_init(&mdev->credit, 4, clamp_val(mrc_window, 16, MRC_TX_SLOTS),
+	mrc_credit_init(&mdev->credit, mrc_credit_hold_us ? 2 : 4,
+			clamp_val(mrc_window, 16, MRC_TX_SLOTS),
 			mrc_credit_target_us, max(mrc_credit_epoch_us, 100u));
+	mrc_credit_set_hold(&mdev->credit, mrc_credit_hold_us);
 	xa_init_flags(&mdev->qpn_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&mdev->mr_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&mdev->srq_xa, XA_FLAGS_ALLOC1);

@@ -404,8 +404,10 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			      mrc_ack_delay_us);
 		qp->ooo_nak = false;
 		spin_lock(&qp->mdev->credit_lock);
+		mrc_credit_unhold(&qp->mdev->credit, &qp->crflow);
 		mrc_credit_flow_init(&qp->crflow);
 		spin_unlock(&qp->mdev->credit_lock);
+		qp->ack_held = false;
 		break;
 	case IB_QPS_RTS:
 		if (cur == IB_QPS_RTR) {
@@ -511,6 +513,8 @@ int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	mutex_lock(&qp->state_mutex);
 	spin_lock_bh(&qp->lock);
 	qp->dead = true;
+	/* off the hold list before the last reference can go */
+	mrc_resp_unhold(qp);
 	spin_unlock_bh(&qp->lock);
 	mutex_unlock(&qp->state_mutex);
 

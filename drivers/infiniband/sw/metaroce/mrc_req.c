@@ -677,6 +677,11 @@ static void mrc_req_apply_wnd(struct mrc_qp *qp)
 	if (qp->credit && qp->credit < w)
 		w = qp->credit;
 	qp->tx.wnd = w;
+	/*
+	 * A grant of one packet: the responder may hold this QP's ACKs
+	 * while other senders take turns; a probe would only resend.
+	 */
+	qp->tx.tlp_off = qp->credit == 1;
 }
 
 /* feed the congestion window and apply it (locked) */

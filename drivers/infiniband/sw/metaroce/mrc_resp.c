@@ -32,13 +32,18 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 			nak_psn : 0;
 	p.ack.rnr_timer = syndrome == MRC_SYN_RNR ? qp->min_rnr_timer : 0;
 	p.ack.ts_echo = qp->last_tsval;
+	/* a rotation hold is the sender's wait, as queueing would be */
 	p.ack.delay = now - qp->last_arrival;
+	if (qp->ack_held && mrc_time_before(qp->last_arrival, qp->ack_held_at))
+		p.ack.delay = qp->ack_held_at - qp->last_arrival;
+	qp->ack_held = false;
 	p.ack.ce_count = min_t(u32, qp->ackc.ce, U16_MAX);
 	p.ack.entropy = qp->last_entropy;
 	p.ack.flags = flags | (qp->last_ce ? MRC_ACKF_CE : 0);
 	if (mrc_credits) {
 		spin_lock(&qp->mdev->credit_lock);
 		p.ack.credit = mrc_credit_grant(&qp->mdev->credit);
+		mrc_credit_unhold(&qp->mdev->credit, &qp->crflow);
 		spin_unlock(&qp->mdev->credit_lock);
 		mrc_stat_inc(qp->mdev, MRC_ST_CREDIT_GRANTS);
 	}
@@ -83,17 +88,104 @@ static void mrc_ack_timer_arm(struct mrc_qp *qp)
 				  NSEC_PER_USEC), HRTIMER_MODE_REL_SOFT);
 }
 
+/*
+ * A coalesced ACK is due (locked): send it, or hold it while other QPs
+ * take their turn (mrc_credit_hold()).  Returns a QP, referenced, whose
+ * held ACK the caller sends with mrc_resp_ack_release() once unlocked.
+ */
+static struct mrc_qp *mrc_resp_ack_due(struct mrc_qp *qp, u32 now)
+{
+	struct mrc_dev *mdev = qp->mdev;
+	struct mrc_credit_flow *f = NULL;
+	struct mrc_qp *rel = NULL;
+	bool hold = false;
+	u32 left = 0;
+
+	if (mrc_credits && mdev->credit.hold_max_us) {
+		u64 tmo;
+
+		spin_lock(&mdev->credit_lock);
+		tmo = mdev->credit.hold_timeouts;
+		hold = mrc_credit_hold(&mdev->credit, &qp->crflow, now, &f);
+		if (mdev->credit.hold_timeouts != tmo)
+			mrc_stat_inc(mdev, MRC_ST_CREDIT_HOLD_TIMEOUTS);
+		if (hold)
+			left = qp->crflow.hold_since + mdev->credit.hold_max_us -
+			       now;
+		/* a QP being destroyed leaves the list before its last put */
+		if (f) {
+			rel = container_of(f, struct mrc_qp, crflow);
+			if (!refcount_inc_not_zero(&rel->ref))
+				rel = NULL;
+		}
+		spin_unlock(&mdev->credit_lock);
+	}
+	if (!hold) {
+		mrc_send_ack(qp, MRC_SYN_ACK, 0);
+		return rel;
+	}
+	if (!qp->ack_held) {
+		qp->ack_held = true;
+		qp->ack_held_at = now;
+		mrc_stat_inc(mdev, MRC_ST_CREDIT_HOLDS);
+	}
+	/* due at the latest when the hold runs out */
+	qp->ack_timer_armed = true;
+	hrtimer_start(&qp->ack_timer, ns_to_ktime((u64)left * NSEC_PER_USEC),
+		      HRTIMER_MODE_REL_SOFT);
+	return rel;
+}
+
+/**
+ * mrc_resp_ack_release() - a held ACK's turn came: send it.
+ * @qp: the QP, referenced by mrc_resp_ack_due(); the reference is put.
+ *
+ * Called with no QP locked: another QP's packet released this one.
+ */
+void mrc_resp_ack_release(struct mrc_qp *qp)
+{
+	struct mrc_qp *next;
+
+	/* a released ACK may hand a packet on in turn: a loop, no recursion */
+	while (qp) {
+		next = NULL;
+		spin_lock_bh(&qp->lock);
+		if (!qp->dead && qp->state >= IB_QPS_RTR &&
+		    qp->state != IB_QPS_ERR && qp->ackc.pending)
+			next = mrc_resp_ack_due(qp, mrc_now());
+		else
+			mrc_resp_unhold(qp);
+		spin_unlock_bh(&qp->lock);
+		mrc_flush_txq(qp);
+		mrc_qp_put(qp);
+		qp = next;
+	}
+}
+
+/* take @qp off the device's hold list (its ACK, if any, is not sent) */
+void mrc_resp_unhold(struct mrc_qp *qp)
+{
+	spin_lock(&qp->mdev->credit_lock);
+	mrc_credit_unhold(&qp->mdev->credit, &qp->crflow);
+	spin_unlock(&qp->mdev->credit_lock);
+	qp->ack_held = false;
+}
+
 enum hrtimer_restart mrc_ack_timer_fn(struct hrtimer *t)
 {
 	struct mrc_qp *qp = container_of(t, struct mrc_qp, ack_timer);
+	struct mrc_qp *rel = NULL;
 
 	spin_lock(&qp->lock);
 	qp->ack_timer_armed = false;
 	if (!qp->dead && qp->state >= IB_QPS_RTR && qp->state != IB_QPS_ERR &&
 	    qp->ackc.pending)
-		mrc_send_ack(qp, MRC_SYN_ACK, 0);
+		rel = mrc_resp_ack_due(qp, mrc_now());
+	else
+		mrc_resp_unhold(qp);
 	spin_unlock(&qp->lock);
 	mrc_flush_txq(qp);
+	mrc_resp_ack_release(rel);
 	return HRTIMER_NORESTART;
 }
 
@@ -712,6 +804,7 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	struct mrc_dev *mdev = qp->mdev;
 	u32 n = 1, now = mrc_now(), old_nxt;
 	u32 flags = ce ? MRC_ACKC_CE : 0;
+	struct mrc_qp *rel = NULL;
 	enum mrc_rx_verdict v;
 	bool fatal = false, run = false;
 	u64 ooo, holes;
@@ -841,13 +934,14 @@ check:
 		fatal = true;
 	if (!fatal) {
 		if (mrc_ackc_rx(&qp->ackc, now, flags))
-			mrc_send_ack(qp, MRC_SYN_ACK, 0);
-		else
+			rel = mrc_resp_ack_due(qp, now);
+		else if (!qp->ack_held)
 			mrc_ack_timer_arm(qp);
 	}
 out:
 	spin_unlock_bh(&qp->lock);
 	mrc_flush_txq(qp);
+	mrc_resp_ack_release(rel);
 	if (fatal)
 		mrc_qp_error(qp);
 	else if (run)

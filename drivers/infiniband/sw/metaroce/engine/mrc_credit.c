@@ -14,9 +14,17 @@
  * smallest queueing delay seen in the epoch (robust to scheduling noise)
  * is compared with the target: above it the pool shrinks in proportion,
  * below it grows by an eighth (at least one packet per active flow).
+ * An epoch with too few packets to judge (a slow link) hands its
+ * samples on to the next, for up to MRC_CREDIT_CARRY epochs.
  * A single sender is left to its own congestion window.  Equal shares make the
  * senders fair; a pool sized by delay keeps the queue short.  Loss plays
  * no part.
+ *
+ * A grant cannot go below one packet, so N senders would keep N packets
+ * in flight however small the pool.  With holds on, the pool may be
+ * smaller than that and its packets rotate: a flow whose packet arrived
+ * gets its ACK only when another flow's packet arrives (mrc_credit_hold()).
+ * The arrivals clock the rotation; no timer paces it.
  */
 #include <metaroce/mrc_engine.h>
 
@@ -45,7 +53,8 @@ static void mrc_credit_clamp(struct mrc_credit *c)
 {
 	u32 lo = c->pool_min;
 
-	if (lo < c->active * MRC_CREDIT_MIN_FLOW)
+	/* with holds the pool rotates: it need not cover every flow */
+	if (!c->hold_max_us && lo < c->active * MRC_CREDIT_MIN_FLOW)
 		lo = c->active * MRC_CREDIT_MIN_FLOW;
 	if (lo > c->pool_max)
 		lo = c->pool_max;
@@ -58,13 +67,33 @@ static void mrc_credit_clamp(struct mrc_credit *c)
 /* close the epoch: count flows, resize the pool */
 static void mrc_credit_epoch(struct mrc_credit *c, u32 now)
 {
-	c->active = c->seen ? c->seen : 1;
+	struct mrc_credit_flow *h;
+
+	/*
+	 * Active: seen in this epoch or the previous one, or held (a held
+	 * flow waits for its turn, it is active without arrivals).  On a
+	 * slow link an epoch sees only a few packets, not every flow's.
+	 */
+	c->active = c->seen + c->seen_prev - c->seen_both;
+	for (h = c->hold_head; h; h = h->hold_next)
+		if (!h->counted || c->epoch_id - h->epoch_id > 1)
+			c->active++;
+	if (!c->active)
+		c->active = 1;
+	c->seen_prev = c->seen;
 	c->seen = 0;
+	c->seen_both = 0;
 	if (c->active == 1) {
 		/* one sender: its own window handles its queue */
 		c->pool = c->pool_max * MRC_CR_ONE;
+	} else if (c->q_valid && c->samples < MRC_CREDIT_MIN_SAMPLES &&
+		   now - c->judge_start < MRC_CREDIT_CARRY * c->epoch_us) {
+		/* too few packets to judge: the next epoch adds its own */
+		c->epoch_start = now;
+		c->epoch_id++;
+		return;
 	} else if (c->q_valid) {
-		/* a few late packets of an idle epoch are no standing queue */
+		/* a few late packets of an idle spell are no standing queue */
 		if (c->qmin > c->target_us &&
 		    c->samples >= MRC_CREDIT_MIN_SAMPLES) {
 			u32 over = c->qmin - c->target_us;
@@ -77,17 +106,21 @@ static void mrc_credit_epoch(struct mrc_credit *c, u32 now)
 					MRC_CR_ONE);
 			c->cuts++;
 		} else if (c->qmin <= c->target_us) {
-			/* back quickly after a cut: an eighth, at least one each */
+			/*
+			 * back quickly after a cut: an eighth, at least one
+			 * each (rotating: one packet)
+			 */
 			u32 up = c->pool / 8;
+			u32 least = c->hold_max_us ? MRC_CR_ONE :
+					c->active * MRC_CR_ONE;
 
-			if (up < c->active * MRC_CR_ONE)
-				up = c->active * MRC_CR_ONE;
-			c->pool += up;
+			c->pool += up > least ? up : least;
 		}
 	}
 	mrc_credit_clamp(c);
 	c->q_valid = false;
 	c->samples = 0;
+	c->judge_start = now;
 	c->epoch_start = now;
 	c->epoch_id++;
 }
@@ -106,10 +139,13 @@ void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
 	if (!c->started) {
 		c->started = true;
 		c->epoch_start = now;
+		c->judge_start = now;
 	} else if (now - c->epoch_start >= c->epoch_us) {
 		mrc_credit_epoch(c, now);
 	}
 	if (!f->counted || f->epoch_id != c->epoch_id) {
+		if (f->counted && f->epoch_id == c->epoch_id - 1)
+			c->seen_both++;
 		f->counted = true;
 		f->epoch_id = c->epoch_id;
 		c->seen++;
@@ -145,6 +181,87 @@ u32 mrc_credit_grant(const struct mrc_credit *c)
 	u32 share = (c->pool / MRC_CR_ONE) / (c->active ? c->active : 1);
 
 	return share < MRC_CREDIT_MIN_FLOW ? MRC_CREDIT_MIN_FLOW : share;
+}
+
+void mrc_credit_set_hold(struct mrc_credit *c, u32 hold_max_us)
+{
+	c->hold_max_us = hold_max_us;
+	mrc_credit_clamp(c);
+}
+
+void mrc_credit_unhold(struct mrc_credit *c, struct mrc_credit_flow *f)
+{
+	f->released = false;
+	if (!f->held)
+		return;
+	if (f->hold_prev)
+		f->hold_prev->hold_next = f->hold_next;
+	else
+		c->hold_head = f->hold_next;
+	if (f->hold_next)
+		f->hold_next->hold_prev = f->hold_prev;
+	else
+		c->hold_tail = f->hold_prev;
+	f->hold_prev = NULL;
+	f->hold_next = NULL;
+	f->held = false;
+	c->held--;
+}
+
+/* the oldest held flow gets its ACK: its turn */
+static struct mrc_credit_flow *mrc_credit_pop(struct mrc_credit *c)
+{
+	struct mrc_credit_flow *h = c->hold_head;
+
+	if (!h)
+		return NULL;
+	mrc_credit_unhold(c, h);
+	h->released = true;
+	return h;
+}
+
+bool mrc_credit_hold(struct mrc_credit *c, struct mrc_credit_flow *f,
+		     u32 now, struct mrc_credit_flow **release)
+{
+	u32 pool = c->pool / MRC_CR_ONE, moving;
+
+	*release = NULL;
+	if (f->released) {
+		f->released = false;
+		return false;
+	}
+	if (f->held) {
+		if (now - f->hold_since < c->hold_max_us)
+			return true;
+		mrc_credit_unhold(c, f);
+		c->hold_timeouts++;
+		return false;
+	}
+	if (!c->hold_max_us || c->active < 2)
+		return false;
+	/* flows that hold a packet of the pool: the active ones not held */
+	moving = c->active > c->held ? c->active - c->held : 0;
+	if (moving < pool || (moving == pool && !c->held)) {
+		/* room: send, and let a waiting flow go too */
+		if (moving < pool)
+			*release = mrc_credit_pop(c);
+		return false;
+	}
+	/* full: wait at the tail; an arrival hands its packet on */
+	f->hold_prev = c->hold_tail;
+	f->hold_next = NULL;
+	if (c->hold_tail)
+		c->hold_tail->hold_next = f;
+	else
+		c->hold_head = f;
+	c->hold_tail = f;
+	f->held = true;
+	f->hold_since = now;
+	c->held++;
+	c->holds++;
+	if (moving == pool)
+		*release = mrc_credit_pop(c);
+	return true;
 }
 
 #ifdef MRC_ENGINE_KUNIT

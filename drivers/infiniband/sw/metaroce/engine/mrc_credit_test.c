@@ -82,7 +82,11 @@ static void mrc_credit_ignores_jitter(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 32u);
 }
 
-/* an epoch with a handful of late packets is no evidence of a queue */
+/*
+ * A handful of late packets before a silence is no evidence of a queue;
+ * sparse packets that keep coming late are (a slow link's epochs see
+ * only a few packets each: they are judged together).
+ */
 static void mrc_credit_needs_samples(struct kunit *test)
 {
 	struct mrc_credit_flow f[2];
@@ -93,11 +97,13 @@ static void mrc_credit_needs_samples(struct kunit *test)
 	for (i = 0; i < 2; i++)
 		mrc_credit_flow_init(&f[i]);
 	cr_run(&c, f, 2, &now, 10, 100, 0);		/* base delays */
-	/* two packets per epoch, both 5 ms late */
-	cr_run(&c, f, 2, &now, 20, 1000, 5000);
+	/* four packets 5 ms late, 20 ms of silence, then punctual ones */
+	cr_run(&c, f, 2, &now, 2, 1000, 5000);
+	now += 20000;
+	cr_run(&c, f, 2, &now, 30, 100, 0);
 	KUNIT_EXPECT_EQ(test, c.cuts, 0u);
-	/* the same delay with enough packets is a queue */
-	cr_run(&c, f, 2, &now, 40, 100, 5000);
+	/* two packets per epoch, all 5 ms late */
+	cr_run(&c, f, 2, &now, 20, 1000, 5000);
 	KUNIT_EXPECT_GT(test, c.cuts, 0u);
 }
 
@@ -152,6 +158,166 @@ static void mrc_credit_base_window(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 64u);
 }
 
+/* more flows than the pool: ACKs are held and the pool's packets rotate */
+static void mrc_credit_hold_rotates(struct kunit *test)
+{
+	struct mrc_credit_flow f[4], *rel;
+	struct mrc_credit c;
+	u32 now = 0, i;
+
+	mrc_credit_init(&c, 2, 64, 500, 1000);
+	mrc_credit_set_hold(&c, 4000);
+	for (i = 0; i < 4; i++)
+		mrc_credit_flow_init(&f[i]);
+	cr_run(&c, f, 4, &now, 20, 100, 0);
+	/* a pool with room: nothing is held */
+	KUNIT_EXPECT_FALSE(test, mrc_credit_hold(&c, &f[0], now, &rel));
+	KUNIT_EXPECT_PTR_EQ(test, rel, (struct mrc_credit_flow *)NULL);
+	/* a standing queue cuts the pool below one packet per flow */
+	cr_run(&c, f, 4, &now, 300, 100, 3000);
+	KUNIT_EXPECT_EQ(test, c.active, 4u);
+	KUNIT_EXPECT_EQ(test, c.pool, 2u * 256);
+	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 1u);
+
+	/* four flows hold two packets' worth: two ACKs wait */
+	KUNIT_EXPECT_TRUE(test, mrc_credit_hold(&c, &f[0], now, &rel));
+	KUNIT_EXPECT_PTR_EQ(test, rel, (struct mrc_credit_flow *)NULL);
+	KUNIT_EXPECT_TRUE(test, mrc_credit_hold(&c, &f[1], now, &rel));
+	KUNIT_EXPECT_PTR_EQ(test, rel, (struct mrc_credit_flow *)NULL);
+	KUNIT_EXPECT_EQ(test, c.held, 2u);
+	/* from now on each arrival hands its packet to the oldest waiter */
+	now += 100;
+	KUNIT_EXPECT_TRUE(test, mrc_credit_hold(&c, &f[2], now, &rel));
+	KUNIT_EXPECT_PTR_EQ(test, rel, &f[0]);
+	KUNIT_EXPECT_FALSE(test, mrc_credit_hold(&c, &f[0], now, &rel));
+	KUNIT_EXPECT_PTR_EQ(test, rel, (struct mrc_credit_flow *)NULL);
+	KUNIT_EXPECT_TRUE(test, mrc_credit_hold(&c, &f[3], now, &rel));
+	KUNIT_EXPECT_PTR_EQ(test, rel, &f[1]);
+	KUNIT_EXPECT_FALSE(test, mrc_credit_hold(&c, &f[1], now, &rel));
+	KUNIT_EXPECT_EQ(test, c.held, 2u);
+	KUNIT_EXPECT_EQ(test, c.holds, 4u);
+	/* a flow still waiting stays held */
+	KUNIT_EXPECT_TRUE(test, mrc_credit_hold(&c, &f[2], now + 10, &rel));
+	KUNIT_EXPECT_PTR_EQ(test, rel, (struct mrc_credit_flow *)NULL);
+
+	/* held flows count as active in epochs without their packets */
+	cr_run(&c, f, 2, &now, 30, 100, 3000);
+	KUNIT_EXPECT_EQ(test, c.active, 4u);
+
+	/* an ACK sent anyway takes the flow off the list, from the middle too */
+	mrc_credit_unhold(&c, &f[2]);
+	KUNIT_EXPECT_EQ(test, c.held, 1u);
+	KUNIT_EXPECT_PTR_EQ(test, c.hold_head, &f[3]);
+	KUNIT_EXPECT_PTR_EQ(test, c.hold_tail, &f[3]);
+	mrc_credit_unhold(&c, &f[2]);
+	KUNIT_EXPECT_EQ(test, c.held, 1u);
+	/* no ACK waits longer than hold_max_us */
+	KUNIT_EXPECT_FALSE(test, mrc_credit_hold(&c, &f[3], now + 4000, &rel));
+	KUNIT_EXPECT_EQ(test, c.hold_timeouts, 1u);
+	KUNIT_EXPECT_EQ(test, c.held, 0u);
+	KUNIT_EXPECT_PTR_EQ(test, c.hold_head, (struct mrc_credit_flow *)NULL);
+	KUNIT_EXPECT_PTR_EQ(test, c.hold_tail, (struct mrc_credit_flow *)NULL);
+
+	/* holds off: never held, and the pool covers a packet per flow again */
+	mrc_credit_set_hold(&c, 0);
+	KUNIT_EXPECT_FALSE(test, mrc_credit_hold(&c, &f[0], now, &rel));
+	KUNIT_EXPECT_EQ(test, c.pool, 4u * 256);
+}
+
+/*
+ * A bottleneck serving one packet per tick, zero-delay ACKs, flows with
+ * a one-packet window: returns the largest queue (packets) and the
+ * fewest packets any flow delivered over the second half of @ticks.
+ */
+static void cr_bottleneck(struct kunit *test, struct mrc_credit *c,
+			  struct mrc_credit_flow *f, u32 n, u32 ticks, u32 *qmax,
+			  u32 *least, u32 *sent)
+{
+	u32 q[8], ts[8], got[8] = {}, head = 0, len = 0, now = 0, t, i, j;
+	struct mrc_credit_flow *rel;
+
+	for (i = 0; i < n; i++) {
+		q[i] = i;
+		ts[i] = now;
+	}
+	len = n;
+	/* each flow's first packet found the queue empty: its base delay */
+	for (i = 0; i < n; i++)
+		mrc_credit_on_data(c, &f[i], now, now);
+	*qmax = 0;
+	*sent = 0;
+	for (t = 0; t < ticks; t++) {
+		now += 660;	/* 8 KiB at 100 Mbit/s */
+		if (t >= ticks / 2 && len > *qmax)
+			*qmax = len;
+		if (!len)
+			continue;
+		i = q[head];
+		head = (head + 1) % 8;
+		len--;
+		mrc_credit_on_data(c, &f[i], now, ts[i]);
+		if (t >= ticks / 2) {
+			got[i]++;
+			(*sent)++;
+		}
+		/* an ACK lets the flow send its next packet at once */
+		if (!mrc_credit_hold(c, &f[i], now, &rel)) {
+			q[(head + len++) % 8] = i;
+			ts[i] = now;
+		}
+		if (rel) {
+			j = rel - f;
+			/* released: its ACK goes now */
+			KUNIT_ASSERT_FALSE(test, mrc_credit_hold(c, rel, now,
+								 &rel));
+			q[(head + len++) % 8] = j;
+			ts[j] = now;
+		}
+		/* the responder's timer: a hold runs out */
+		for (j = 0; j < n; j++) {
+			if (!f[j].held || now - f[j].hold_since < c->hold_max_us)
+				continue;
+			if (!mrc_credit_hold(c, &f[j], now, &rel)) {
+				q[(head + len++) % 8] = j;
+				ts[j] = now;
+			}
+		}
+	}
+	*least = U32_MAX;
+	for (i = 0; i < n; i++)
+		if (got[i] < *least)
+			*least = got[i];
+}
+
+/* eight senders, one packet each: holds shorten the queue, fairly */
+static void mrc_credit_hold_incast(struct kunit *test)
+{
+	struct mrc_credit_flow f[8];
+	u32 qmax, least, sent, i;
+	struct mrc_credit c;
+
+	/* without holds every flow keeps its packet queued */
+	mrc_credit_init(&c, 2, 64, 1000, 2000);
+	for (i = 0; i < 8; i++)
+		mrc_credit_flow_init(&f[i]);
+	cr_bottleneck(test, &c, f, 8, 4000, &qmax, &least, &sent);
+	KUNIT_EXPECT_GE(test, qmax, 7u);
+	KUNIT_EXPECT_EQ(test, c.holds, 0u);
+
+	mrc_credit_init(&c, 2, 64, 1000, 2000);
+	mrc_credit_set_hold(&c, 4000);
+	for (i = 0; i < 8; i++)
+		mrc_credit_flow_init(&f[i]);
+	cr_bottleneck(test, &c, f, 8, 4000, &qmax, &least, &sent);
+	KUNIT_EXPECT_LE(test, qmax, 3u);
+	/* the link never idles, and every flow gets its turns */
+	KUNIT_EXPECT_EQ(test, sent, 2000u);
+	KUNIT_EXPECT_GE(test, least, 2000u / 8 * 9 / 10);
+	KUNIT_EXPECT_GT(test, c.holds, 1000u);
+	KUNIT_EXPECT_EQ(test, c.hold_timeouts, 0u);
+	KUNIT_EXPECT_LE(test, c.held, 8u);
+}
+
 static struct kunit_case mrc_credit_cases[] = {
 	KUNIT_CASE(mrc_credit_starts_full_one_flow),
 	KUNIT_CASE(mrc_credit_fair_and_shrinks),
@@ -159,6 +325,8 @@ static struct kunit_case mrc_credit_cases[] = {
 	KUNIT_CASE(mrc_credit_needs_samples),
 	KUNIT_CASE(mrc_credit_flows_leave),
 	KUNIT_CASE(mrc_credit_base_window),
+	KUNIT_CASE(mrc_credit_hold_rotates),
+	KUNIT_CASE(mrc_credit_hold_incast),
 	{}
 };
 

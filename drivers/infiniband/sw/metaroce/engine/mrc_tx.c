@@ -570,7 +570,8 @@ static bool mrc_tx_tlp_due(const struct mrc_tx *tx, u32 *due)
 {
 	u32 pto;
 
-	if (tx->tlp_out || tx->lost || tx->timeouts || !tx->rtt.srtt)
+	if (tx->tlp_out || tx->tlp_off || tx->lost || tx->timeouts ||
+	    !tx->rtt.srtt)
 		return false;
 	pto = tx->rtt.srtt > MRC_U32_MAX / 2 ? MRC_U32_MAX : 2 * tx->rtt.srtt;
 	if (pto < tx->tlp_min)

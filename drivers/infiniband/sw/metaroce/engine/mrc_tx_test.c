@@ -461,6 +461,26 @@ static void mrc_tx_loss_and_lost_retransmission(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u);
 }
 
+/* with probes off (the peer may hold ACKs) the tail waits for the RTO */
+static void mrc_tx_tlp_off(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_result r;
+	u32 d;
+
+	mrc_tt_warm(test, tx, 100);
+	mrc_tt_send(test, tx, 5, 1000, 1);		/* PSN 1-5 */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1104, 4, 1002, NULL, 0, &r), 0);
+	tx->tlp_off = true;
+	/* no probe at 1304: the RTO, 1104 + 100 + max(4 rttvar, 1000) */
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 2204u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1304, 7, 0), MRC_TXT_NONE);
+	KUNIT_EXPECT_EQ(test, tx->tlps, 0u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 2204, 7, 0), MRC_TXT_RTO);
+	KUNIT_EXPECT_EQ(test, tx->tlps, 0u);
+}
+
 /* the last packets are lost: a tail-loss probe, then the RTO */
 static void mrc_tx_tail_loss(struct kunit *test)
 {
@@ -1097,6 +1117,7 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_reordering_tolerated),
 	KUNIT_CASE(mrc_tx_loss_and_lost_retransmission),
 	KUNIT_CASE(mrc_tx_tail_loss),
+	KUNIT_CASE(mrc_tx_tlp_off),
 	KUNIT_CASE(mrc_tx_retry_accounting),
 	KUNIT_CASE(mrc_tx_fail_within_ib_timeout),
 	KUNIT_CASE(mrc_tx_long_read),
