@@ -136,6 +136,19 @@ static struct mrc_qp *mrc_resp_ack_due(struct mrc_qp *qp, u32 now)
 	return rel;
 }
 
+/*
+ * @qp's held or coalesced ACK may be due (locked): send it if the QP
+ * still answers requests, else only take it off the hold list.
+ */
+static struct mrc_qp *mrc_resp_ack_pending(struct mrc_qp *qp)
+{
+	if (!qp->dead && qp->state >= IB_QPS_RTR && qp->state != IB_QPS_ERR &&
+	    qp->ackc.pending)
+		return mrc_resp_ack_due(qp, mrc_now());
+	mrc_resp_unhold(qp);
+	return NULL;
+}
+
 /**
  * mrc_resp_ack_release() - a held ACK's turn came: send it.
  * @qp: the QP, referenced by mrc_resp_ack_due(); the reference is put.
@@ -148,13 +161,8 @@ void mrc_resp_ack_release(struct mrc_qp *qp)
 
 	/* a released ACK may hand a packet on in turn: a loop, no recursion */
 	while (qp) {
-		next = NULL;
 		spin_lock_bh(&qp->lock);
-		if (!qp->dead && qp->state >= IB_QPS_RTR &&
-		    qp->state != IB_QPS_ERR && qp->ackc.pending)
-			next = mrc_resp_ack_due(qp, mrc_now());
-		else
-			mrc_resp_unhold(qp);
+		next = mrc_resp_ack_pending(qp);
 		spin_unlock_bh(&qp->lock);
 		mrc_flush_txq(qp);
 		mrc_qp_put(qp);
@@ -174,15 +182,11 @@ void mrc_resp_unhold(struct mrc_qp *qp)
 enum hrtimer_restart mrc_ack_timer_fn(struct hrtimer *t)
 {
 	struct mrc_qp *qp = container_of(t, struct mrc_qp, ack_timer);
-	struct mrc_qp *rel = NULL;
+	struct mrc_qp *rel;
 
 	spin_lock(&qp->lock);
 	qp->ack_timer_armed = false;
-	if (!qp->dead && qp->state >= IB_QPS_RTR && qp->state != IB_QPS_ERR &&
-	    qp->ackc.pending)
-		rel = mrc_resp_ack_due(qp, mrc_now());
-	else
-		mrc_resp_unhold(qp);
+	rel = mrc_resp_ack_pending(qp);
 	spin_unlock(&qp->lock);
 	mrc_flush_txq(qp);
 	mrc_resp_ack_release(rel);
