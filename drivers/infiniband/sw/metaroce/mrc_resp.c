@@ -34,7 +34,7 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 	p.ack.ts_echo = qp->last_tsval;
 	/* a rotation hold is the sender's wait, as queueing would be */
 	p.ack.delay = now - qp->last_arrival;
-	if (qp->ack_held && mrc_time_before(qp->last_arrival, qp->ack_held_at))
+	if (qp->ack_held && !mrc_time_before(qp->ack_held_at, qp->last_arrival))
 		p.ack.delay = qp->ack_held_at - qp->last_arrival;
 	qp->ack_held = false;
 	p.ack.ce_count = min_t(u32, qp->ackc.ce, U16_MAX);
