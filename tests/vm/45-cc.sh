@@ -10,8 +10,9 @@
 #  1. 8 -> 1 incast (100 Mbit/s, CE above 2 ms; then 20 Mbit/s, 10 ms):
 #     every flow verified, no error CQE, no retry_exceeded; the port marks
 #     CE; the receiver counts the marks, the senders get the echoes and
-#     cut their windows (ECN reaction counters); the receiver's credit
-#     pool drops below one packet per sender and rotates (ACK holds)
+#     cut their windows (ECN reaction counters); at 100 Mbit/s the
+#     receiver's credit pool drops below one packet per sender and
+#     rotates (ACK holds)
 #  2. two flows (10 Mbit/s, 20 ms): per-flow verified goodput, Jain index;
 #     each flow >= 25 % of the total
 # Per-flow goodput is mrc_verify's goodput_mbps (verified bytes / stream
@@ -162,7 +163,10 @@ for rc in $INCAST; do
 	counter_check "$d: the receiver counts the CE marks" ecn_marks_received "$RC_DEV_R"
 	counter_check "$d: the senders get the marks echoed" ecn_echoes_received "${SENDERS[@]}"
 	counter_check "$d: the senders cut their windows on ECN" window_cuts_ecn "${SENDERS[@]}"
-	counter_check "$d: the receiver rotates its credit pool (holds ACKs)" credit_ack_holds "$RC_DEV_R"
+	# at the port only: on a slow one an epoch sees too few
+	# packets to count every sender (Documentation, Limitations)
+	[ "$r" = "$RATE" ] &&
+		counter_check "$d: the receiver rotates its credit pool (holds ACKs)" credit_ack_holds "$RC_DEV_R"
 done
 
 # --- 2. two-flow fairness -------------------------------------------------------------
