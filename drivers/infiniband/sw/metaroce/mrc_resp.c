@@ -32,18 +32,20 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 			nak_psn : 0;
 	p.ack.rnr_timer = syndrome == MRC_SYN_RNR ? qp->min_rnr_timer : 0;
 	p.ack.ts_echo = qp->last_tsval;
-	/* a rotation hold is the sender's wait, as queueing would be */
 	p.ack.delay = now - qp->last_arrival;
-	if (qp->ack_held && !mrc_time_before(qp->ack_held_at, qp->last_arrival))
-		p.ack.delay = qp->ack_held_at - qp->last_arrival;
-	qp->ack_held = false;
+	if (qp->ack_held) {
+		/* a rotation hold is the sender's wait, as queueing would be */
+		if (!mrc_time_before(qp->ack_held_at, qp->last_arrival))
+			p.ack.delay = qp->ack_held_at - qp->last_arrival;
+		/* only a held ACK is on the list: off it, credits on or not */
+		mrc_resp_unhold(qp);
+	}
 	p.ack.ce_count = min_t(u32, qp->ackc.ce, U16_MAX);
 	p.ack.entropy = qp->last_entropy;
 	p.ack.flags = flags | (qp->last_ce ? MRC_ACKF_CE : 0);
 	if (mrc_credits) {
 		spin_lock(&qp->mdev->credit_lock);
 		p.ack.credit = mrc_credit_grant(&qp->mdev->credit);
-		mrc_credit_unhold(&qp->mdev->credit, &qp->crflow);
 		spin_unlock(&qp->mdev->credit_lock);
 		mrc_stat_inc(qp->mdev, MRC_ST_CREDIT_GRANTS);
 	}
