@@ -872,7 +872,9 @@ int mrc_path_index(const struct mrc_path *p, u16 port);
  * @qmin: smallest queueing delay since @judge_start (valid if @q_valid).
  * @q_valid: @qmin holds a sample.
  * @samples: packets seen since @judge_start.
+ * @ce_samples: those of them that arrived CE marked.
  * @cuts: pool reductions, a counter.
+ * @ce_cuts: those of them CE marks sized, a counter.
  * @hold_max_us: longest an ACK is held for rotation; 0: no holds.
  * @hold_head: oldest flow whose ACK is held (see mrc_credit_hold()).
  * @hold_tail: newest such flow.
@@ -897,7 +899,9 @@ struct mrc_credit {
 	u32 qmin;
 	bool q_valid;
 	u32 samples;
+	u32 ce_samples;
 	u64 cuts;
+	u64 ce_cuts;
 	u32 hold_max_us;
 	struct mrc_credit_flow *hold_head;
 	struct mrc_credit_flow *hold_tail;
@@ -949,17 +953,19 @@ void mrc_credit_flow_init(struct mrc_credit_flow *f);
  * @f: the sending QP's record.
  * @now: arrival time.
  * @tsval: the packet's sender timestamp.
+ * @ce: the packet arrived CE marked.
  *
  * Queueing delay is this packet's one-way delay minus the flow's
  * smallest.  Once per epoch: with one active flow the pool is full;
  * otherwise, once MRC_CREDIT_MIN_SAMPLES packets were seen (pooled over
  * up to MRC_CREDIT_CARRY epochs), it shrinks in proportion to how far
- * their smallest queueing delay is over @target_us (at most by half), or
- * grows by an eighth (at least one packet per active flow; one packet
- * with holds on).
+ * their smallest queueing delay is over @target_us, or by half the
+ * share of them that was CE marked, whichever cut is larger (at most by
+ * half); with neither it grows by an eighth (at least one packet per
+ * active flow; one packet with holds on).
  */
 void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
-			u32 now, u32 tsval);
+			u32 now, u32 tsval, bool ce);
 /* packets the flow may have outstanding: its fair share of the pool */
 u32 mrc_credit_grant(const struct mrc_credit *c);
 /*

@@ -76,6 +76,7 @@ extern bool mrc_credits;
 extern bool mrc_jumbo;
 extern unsigned int mrc_credit_target_us;
 extern unsigned int mrc_credit_epoch_us;
+extern bool mrc_credit_ecn;
 extern unsigned int mrc_credit_hold_us;
 extern struct workqueue_struct *mrc_wq;
 
@@ -120,6 +121,7 @@ enum mrc_stat {
 	MRC_ST_CREDIT_WAITS,
 	MRC_ST_CREDIT_POOL,
 	MRC_ST_CREDIT_CUTS,
+	MRC_ST_CREDIT_CE_CUTS,
 	MRC_ST_CREDIT_HOLDS,
 	MRC_ST_CREDIT_HOLD_TIMEOUTS,
 	MRC_ST_ORDERED_DISCARDS,

@@ -86,6 +86,10 @@ unsigned int mrc_credit_hold_us = 4000;
 module_param_named(credit_hold_us, mrc_credit_hold_us, uint, 0644);
 MODULE_PARM_DESC(credit_hold_us, "Receiver credits rotate among more senders than the pool has packets by holding ACKs, each at most this long in microseconds (default 4000; 0: no rotation, every sender keeps a packet), read at link add");
 
+bool mrc_credit_ecn = true;
+module_param_named(credit_ecn, mrc_credit_ecn, bool, 0644);
+MODULE_PARM_DESC(credit_ecn, "CE-marked arrivals shrink the receiver's credit pool by half the marked share, as they do a sender's window (default on)");
+
 unsigned int mrc_credit_epoch_us = 2000;
 module_param_named(credit_epoch_us, mrc_credit_epoch_us, uint, 0644);
 MODULE_PARM_DESC(credit_epoch_us, "How often the credit pool and the count of active senders are updated, in microseconds (default 2000), read at link add");

@@ -782,16 +782,20 @@ static enum mrc_rx_verdict mrc_rx_check(struct mrc_qp *qp, u32 psn, u32 n)
 }
 
 /* a request arrived: feed the device's credit pool (qp locked) */
-static void mrc_resp_credit(struct mrc_qp *qp, u32 tsval, u32 now)
+static void mrc_resp_credit(struct mrc_qp *qp, u32 tsval, u32 now, bool ce)
 {
 	struct mrc_dev *mdev = qp->mdev;
-	u64 cuts;
+	u64 cuts, ce_cuts;
 
 	spin_lock(&mdev->credit_lock);
 	cuts = mdev->credit.cuts;
-	mrc_credit_on_data(&mdev->credit, &qp->crflow, now, tsval);
+	ce_cuts = mdev->credit.ce_cuts;
+	mrc_credit_on_data(&mdev->credit, &qp->crflow, now, tsval,
+			   ce && mrc_credit_ecn);
 	if (mdev->credit.cuts != cuts)
 		mrc_stat_inc(mdev, MRC_ST_CREDIT_CUTS);
+	if (mdev->credit.ce_cuts != ce_cuts)
+		mrc_stat_inc(mdev, MRC_ST_CREDIT_CE_CUTS);
 	mrc_stat_set(mdev, MRC_ST_CREDIT_POOL, mdev->credit.pool >> 8);
 	spin_unlock(&mdev->credit_lock);
 }
@@ -840,7 +844,7 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	if (p->flags & MRC_F_ACKREQ)
 		flags |= MRC_ACKC_ACKREQ;
 	if (mrc_credits)
-		mrc_resp_credit(qp, p->tsval, now);
+		mrc_resp_credit(qp, p->tsval, now, ce);
 
 	v = mrc_rx_check(qp, p->psn, n);
 	if (v == MRC_RX_BEYOND) {

@@ -44,6 +44,7 @@ static const struct rdma_stat_desc mrc_stat_desc[MRC_ST_NR] = {
 	[MRC_ST_CREDIT_WAITS].name = "credit_waits",
 	[MRC_ST_CREDIT_POOL].name = "credit_pool",
 	[MRC_ST_CREDIT_CUTS].name = "credit_pool_cuts",
+	[MRC_ST_CREDIT_CE_CUTS].name = "credit_pool_ce_cuts",
 	[MRC_ST_CREDIT_HOLDS].name = "credit_ack_holds",
 	[MRC_ST_CREDIT_HOLD_TIMEOUTS].name = "credit_hold_timeouts",
 	[MRC_ST_ORDERED_DISCARDS].name = "ordered_discards",

@@ -14,6 +14,9 @@
  * smallest queueing delay seen in the epoch (robust to scheduling noise)
  * is compared with the target: above it the pool shrinks in proportion,
  * below it grows by an eighth (at least one packet per active flow).
+ * CE-marked arrivals shrink it too, by half the marked share: the
+ * switch's marking threshold then bounds the queue even where the
+ * hosts' scheduling noise hides it in the delay.
  * An epoch with too few packets to judge (a slow link) hands its
  * samples on to the next, for up to MRC_CREDIT_CARRY epochs.
  * A single sender is left to its own congestion window.  Equal shares make the
@@ -93,13 +96,28 @@ static void mrc_credit_epoch(struct mrc_credit *c, u32 now)
 		c->epoch_id++;
 		return;
 	} else if (c->q_valid) {
+		u32 cut = 0;
+
 		/* a few late packets of an idle spell are no standing queue */
 		if (c->qmin > c->target_us &&
-		    c->samples >= MRC_CREDIT_MIN_SAMPLES) {
-			u32 over = c->qmin - c->target_us;
-			u32 cut = (u32)mrc_div_u64((u64)over * MRC_CR_ONE,
-						   2 * c->qmin);
+		    c->samples >= MRC_CREDIT_MIN_SAMPLES)
+			cut = (u32)mrc_div_u64((u64)(c->qmin - c->target_us) *
+					       MRC_CR_ONE, 2 * c->qmin);
+		/*
+		 * CE marks: a switch queue past its marking threshold.  Cut by
+		 * half the marked share, as the senders' windows do; delay
+		 * alone also rises with the hosts' scheduling noise.
+		 */
+		if (c->ce_samples) {
+			u32 ce = (u32)mrc_div_u64((u64)c->ce_samples *
+						  MRC_CR_ONE, 2 * c->samples);
 
+			if (ce && ce >= cut) {
+				cut = ce;
+				c->ce_cuts++;
+			}
+		}
+		if (cut) {
 			if (cut > MRC_CR_ONE / 2)
 				cut = MRC_CR_ONE / 2;
 			c->pool = (u32)(((u64)c->pool * (MRC_CR_ONE - cut)) /
@@ -120,6 +138,7 @@ static void mrc_credit_epoch(struct mrc_credit *c, u32 now)
 	mrc_credit_clamp(c);
 	c->q_valid = false;
 	c->samples = 0;
+	c->ce_samples = 0;
 	c->judge_start = now;
 	c->epoch_start = now;
 	c->epoch_id++;
@@ -132,7 +151,7 @@ static u32 mrc_credit_base(const struct mrc_credit_flow *f)
 }
 
 void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
-			u32 now, u32 tsval)
+			u32 now, u32 tsval, bool ce)
 {
 	u32 owd = now - tsval, win, q;
 
@@ -170,6 +189,8 @@ void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
 	if ((s32)q < 0)
 		q = 0;
 	c->samples++;
+	if (ce)
+		c->ce_samples++;
 	if (!c->q_valid || q < c->qmin) {
 		c->qmin = q;
 		c->q_valid = true;

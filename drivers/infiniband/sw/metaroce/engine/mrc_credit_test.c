@@ -15,7 +15,7 @@ static void cr_run(struct mrc_credit *c, struct mrc_credit_flow *f, u32 n,
 		for (i = 0; i < n; i++)
 			/* flow i's clock is offset by i * 1e6: only differences count */
 			mrc_credit_on_data(c, &f[i], *now,
-					   *now - 100 - q + i * 1000000u);
+					   *now - 100 - q + i * 1000000u, false);
 	}
 }
 
@@ -76,10 +76,65 @@ static void mrc_credit_ignores_jitter(struct kunit *test)
 		now += 100;
 		for (i = 0; i < 2; i++)
 			mrc_credit_on_data(&c, &f[i], now, now - 100 -
-					   (t % 10 == 5 ? 20000 : 0));
+					   (t % 10 == 5 ? 20000 : 0), false);
 	}
 	KUNIT_EXPECT_EQ(test, c.cuts, 0u);
 	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 32u);
+}
+
+/* as cr_run, no queueing delay, every @every-th packet CE marked */
+static void cr_run_ce(struct mrc_credit *c, struct mrc_credit_flow *f, u32 n,
+		      u32 *now, u32 ticks, u32 every)
+{
+	u32 t, i, k = 0;
+
+	for (t = 0; t < ticks; t++) {
+		*now += 100;
+		for (i = 0; i < n; i++)
+			mrc_credit_on_data(c, &f[i], *now,
+					   *now - 100 + i * 1000000u,
+					   every && ++k % every == 0);
+	}
+}
+
+/* CE marks shrink the pool by half the marked share, with no delay */
+static void mrc_credit_ce_cuts(struct kunit *test)
+{
+	struct mrc_credit_flow f[8];
+	struct mrc_credit c;
+	u32 now = 0, i, quarter, all;
+
+	mrc_credit_init(&c, 4, 256, 500, 1000);
+	for (i = 0; i < 8; i++)
+		mrc_credit_flow_init(&f[i]);
+	cr_run_ce(&c, f, 8, &now, 30, 0);
+	KUNIT_EXPECT_EQ(test, c.pool, 256u * 256);
+	KUNIT_EXPECT_EQ(test, c.cuts, 0u);
+	/* a quarter marked: an eighth off per epoch */
+	cr_run_ce(&c, f, 8, &now, 30, 4);
+	quarter = c.pool;
+	KUNIT_EXPECT_GT(test, c.cuts, 0u);
+	KUNIT_EXPECT_EQ(test, c.ce_cuts, c.cuts);
+	KUNIT_EXPECT_LT(test, quarter, 256u * 256 * 7 / 8);
+	KUNIT_EXPECT_GE(test, quarter, 256u * 256 * 7 / 8 * 7 / 8 * 7 / 8 - 256);
+
+	/* all marked: half off per epoch, no more */
+	mrc_credit_init(&c, 4, 256, 500, 1000);
+	for (i = 0; i < 8; i++)
+		mrc_credit_flow_init(&f[i]);
+	now = 0;
+	cr_run_ce(&c, f, 8, &now, 30, 0);
+	cr_run_ce(&c, f, 8, &now, 30, 1);
+	all = c.pool;
+	KUNIT_EXPECT_LT(test, all, quarter);
+	KUNIT_EXPECT_GE(test, all, 256u * 256 / 8 - 256);
+	/* down to the floor of a packet per flow, and never below */
+	cr_run_ce(&c, f, 8, &now, 200, 1);
+	KUNIT_EXPECT_EQ(test, c.pool, 8u * MRC_CREDIT_MIN_FLOW * 256);
+	/* marks gone: the pool grows back */
+	cr_run_ce(&c, f, 8, &now, 30, 0);
+	KUNIT_EXPECT_GT(test, c.pool, 8u * MRC_CREDIT_MIN_FLOW * 256);
+	KUNIT_EXPECT_EQ(test, c.ce_samples, 0u);
 }
 
 /*
@@ -148,10 +203,10 @@ static void mrc_credit_base_window(struct kunit *test)
 	mrc_credit_init(&c, 4, 64, 500, 100);
 	mrc_credit_flow_init(&f[0]);
 	/* early on a very small delay, later a steady one 2 ms larger */
-	mrc_credit_on_data(&c, &f[0], 0, 0);
+	mrc_credit_on_data(&c, &f[0], 0, 0, false);
 	for (t = 0; t < 3 * MRC_CREDIT_OWD_EPOCHS; t++) {
 		now += 100;
-		mrc_credit_on_data(&c, &f[0], now, now - 2000);
+		mrc_credit_on_data(&c, &f[0], now, now - 2000, false);
 	}
 	/* the old minimum aged out: no standing queue is seen any more */
 	KUNIT_EXPECT_EQ(test, c.qmin, 0u);
@@ -243,7 +298,7 @@ static void cr_bottleneck(struct kunit *test, struct mrc_credit *c,
 	len = n;
 	/* each flow's first packet found the queue empty: its base delay */
 	for (i = 0; i < n; i++)
-		mrc_credit_on_data(c, &f[i], now, now);
+		mrc_credit_on_data(c, &f[i], now, now, false);
 	*qmax = 0;
 	*sent = 0;
 	for (t = 0; t < ticks; t++) {
@@ -255,7 +310,7 @@ static void cr_bottleneck(struct kunit *test, struct mrc_credit *c,
 		i = q[head];
 		head = (head + 1) % 8;
 		len--;
-		mrc_credit_on_data(c, &f[i], now, ts[i]);
+		mrc_credit_on_data(c, &f[i], now, ts[i], false);
 		if (t >= ticks / 2) {
 			got[i]++;
 			(*sent)++;
@@ -322,6 +377,7 @@ static struct kunit_case mrc_credit_cases[] = {
 	KUNIT_CASE(mrc_credit_starts_full_one_flow),
 	KUNIT_CASE(mrc_credit_fair_and_shrinks),
 	KUNIT_CASE(mrc_credit_ignores_jitter),
+	KUNIT_CASE(mrc_credit_ce_cuts),
 	KUNIT_CASE(mrc_credit_needs_samples),
 	KUNIT_CASE(mrc_credit_flows_leave),
 	KUNIT_CASE(mrc_credit_base_window),
