@@ -439,6 +439,8 @@ struct mrc_qp {
 	u32 credit;			/* the peer's grant, 0: no limit */
 	u8 peer_seg_shift;		/* largest segment the peer takes, 0: unknown */
 	u32 spurious_rtos;		/* tx.spurious_rtos already acted on */
+	u32 retx_charged;		/* lost PSN charged, resend not yet built */
+	bool retx_charged_valid;
 	u32 spurious;			/* tx.spurious already counted */
 	bool sqd_notify;		/* SQD: raise IB_EVENT_SQ_DRAINED */
 	bool sqd_drained;		/* SQD: nothing left in flight */

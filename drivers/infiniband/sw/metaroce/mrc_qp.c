@@ -424,6 +424,7 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			qp->spurious_rtos = 0;
 			qp->spurious = 0;
 			qp->gbn_valid = false;
+			qp->retx_charged_valid = false;
 			mrc_rtt_init(&qp->tx.rtt, mrc_rto_init_us,
 				     mrc_rto_min_us, MRC_RTO_CEIL_US);
 			mrc_req_set_rto_max(qp);

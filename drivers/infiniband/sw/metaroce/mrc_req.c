@@ -457,9 +457,16 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 			       (mrc_tx_slot(&qp->tx, psn + n)->flags &
 				MRC_TXS_LOST))
 				n++;
-		/* RACK's verdicts judge the path; RNR waits and probes do not */
-		if (mrc_tx_slot_charges(sl))
+		/*
+		 * RACK's verdicts judge the path; RNR waits and probes do not.
+		 * Once: a resend that found no memory is tried again later.
+		 */
+		if (mrc_tx_slot_charges(sl) &&
+		    !(qp->retx_charged_valid && qp->retx_charged == psn)) {
 			mrc_req_path_loss(qp, sl->entropy, now);
+			qp->retx_charged = psn;
+			qp->retx_charged_valid = true;
+		}
 		sport = mrc_pick_entropy(qp, sl->entropy, false, now);
 		err = mrc_build_req(qp, s, psn, n, true, now, sport);
 		if (err) {
@@ -468,6 +475,7 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 			mrc_req_fail(qp, err);
 			return true;
 		}
+		qp->retx_charged_valid = false;
 		mrc_tx_sent(&qp->tx, psn, n, now, sport, 0);
 		mrc_stat_inc(qp->mdev, MRC_ST_RETX_PKTS);
 		(*budget)--;
