@@ -859,7 +859,9 @@ int mrc_path_index(const struct mrc_path *p, u16 port);
  *	MRC_CREDIT_MIN_FLOW per active flow).
  * @pool_max: ceiling of the pool in packets.
  * @target_us: queueing delay the pool allows in front of the receiver.
- * @epoch_us: how often the pool and the active-flow count are updated.
+ * @epoch_us: how often the pool and the active-flow count are updated
+ *	(at the least; an epoch also waits for MRC_CREDIT_MIN_SAMPLES
+ *	packets).
  * @epoch_start: start of the current epoch.
  * @epoch_id: number of the current epoch.
  * @started: @epoch_start is valid.
@@ -868,10 +870,9 @@ int mrc_path_index(const struct mrc_path *p, u16 port);
  * @seen: flows seen so far in this epoch.
  * @seen_prev: flows seen in the previous epoch.
  * @seen_both: flows seen in this epoch that were seen in the previous.
- * @judge_start: start of the epochs whose samples are pooled.
- * @qmin: smallest queueing delay since @judge_start (valid if @q_valid).
+ * @qmin: smallest queueing delay in this epoch (valid if @q_valid).
  * @q_valid: @qmin holds a sample.
- * @samples: packets seen since @judge_start.
+ * @samples: packets seen in this epoch.
  * @ce_samples: those of them that arrived CE marked.
  * @cuts: pool reductions, a counter.
  * @ce_cuts: those of them CE marks sized, a counter.
@@ -895,7 +896,6 @@ struct mrc_credit {
 	u32 seen;
 	u32 seen_prev;
 	u32 seen_both;
-	u32 judge_start;
 	u32 qmin;
 	bool q_valid;
 	u32 samples;
@@ -942,7 +942,7 @@ struct mrc_credit_flow {
 #define MRC_CREDIT_OWD_EPOCHS	2048	/* base delay forgotten after 2 windows */
 #define MRC_CREDIT_MIN_FLOW	1	/* packets a flow always gets */
 #define MRC_CREDIT_MIN_SAMPLES	8	/* packets an epoch needs to cut */
-#define MRC_CREDIT_CARRY	8	/* epochs pooled to reach that many */
+#define MRC_CREDIT_EPOCH_MAX	8	/* an epoch waits for them this many epoch_us */
 
 void mrc_credit_init(struct mrc_credit *c, u32 pool_min, u32 pool_max,
 		     u32 target_us, u32 epoch_us);
@@ -956,13 +956,15 @@ void mrc_credit_flow_init(struct mrc_credit_flow *f);
  * @ce: the packet arrived CE marked.
  *
  * Queueing delay is this packet's one-way delay minus the flow's
- * smallest.  Once per epoch: with one active flow the pool is full;
- * otherwise, once MRC_CREDIT_MIN_SAMPLES packets were seen (pooled over
- * up to MRC_CREDIT_CARRY epochs), it shrinks in proportion to how far
- * their smallest queueing delay is over @target_us, or by half the
- * share of them that was CE marked, whichever cut is larger (at most by
- * half); with neither it grows by an eighth (at least one packet per
- * active flow; one packet with holds on).
+ * smallest.  An epoch ends at the first packet after @epoch_us once
+ * it has seen MRC_CREDIT_MIN_SAMPLES packets, or after
+ * MRC_CREDIT_EPOCH_MAX times @epoch_us.  Then, with one active flow the
+ * pool is full; otherwise it shrinks in proportion to how far the
+ * epoch's smallest queueing delay is over @target_us (if it had
+ * MRC_CREDIT_MIN_SAMPLES packets), or by half the share of its packets
+ * that was CE marked, whichever cut is larger (at most by half); with
+ * neither it grows by an eighth (at least one packet per active flow;
+ * one packet with holds on).
  */
 void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
 			u32 now, u32 tsval, bool ce);

@@ -17,8 +17,8 @@
  * CE-marked arrivals shrink it too, by half the marked share: the
  * switch's marking threshold then bounds the queue even where the
  * hosts' scheduling noise hides it in the delay.
- * An epoch with too few packets to judge (a slow link) hands its
- * samples on to the next, for up to MRC_CREDIT_CARRY epochs.
+ * An epoch lasts until it has seen enough packets to judge (a slow
+ * link), for up to MRC_CREDIT_EPOCH_MAX times its nominal length.
  * A single sender is left to its own congestion window.  Equal shares make the
  * senders fair; a pool sized by delay keeps the queue short.  Loss plays
  * no part.
@@ -74,8 +74,9 @@ static void mrc_credit_epoch(struct mrc_credit *c, u32 now)
 
 	/*
 	 * Active: seen in this epoch or the previous one, or held (a held
-	 * flow waits for its turn, it is active without arrivals).  On a
-	 * slow link an epoch sees only a few packets, not every flow's.
+	 * flow waits for its turn, it is active without arrivals).  An
+	 * epoch lasts at least MRC_CREDIT_MIN_SAMPLES packets, so that on a
+	 * slow link too the two span a turn of every flow.
 	 */
 	c->active = c->seen + c->seen_prev - c->seen_both;
 	for (h = c->hold_head; h; h = h->hold_next)
@@ -89,12 +90,6 @@ static void mrc_credit_epoch(struct mrc_credit *c, u32 now)
 	if (c->active == 1) {
 		/* one sender: its own window handles its queue */
 		c->pool = c->pool_max * MRC_CR_ONE;
-	} else if (c->q_valid && c->samples < MRC_CREDIT_MIN_SAMPLES &&
-		   now - c->judge_start < MRC_CREDIT_CARRY * c->epoch_us) {
-		/* too few packets to judge: the next epoch adds its own */
-		c->epoch_start = now;
-		c->epoch_id++;
-		return;
 	} else if (c->q_valid) {
 		u32 cut = 0;
 
@@ -139,7 +134,6 @@ static void mrc_credit_epoch(struct mrc_credit *c, u32 now)
 	c->q_valid = false;
 	c->samples = 0;
 	c->ce_samples = 0;
-	c->judge_start = now;
 	c->epoch_start = now;
 	c->epoch_id++;
 }
@@ -158,8 +152,9 @@ void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
 	if (!c->started) {
 		c->started = true;
 		c->epoch_start = now;
-		c->judge_start = now;
-	} else if (now - c->epoch_start >= c->epoch_us) {
+	} else if (now - c->epoch_start >= c->epoch_us &&
+		   (c->samples >= MRC_CREDIT_MIN_SAMPLES ||
+		    now - c->epoch_start >= MRC_CREDIT_EPOCH_MAX * c->epoch_us)) {
 		mrc_credit_epoch(c, now);
 	}
 	if (!f->counted || f->epoch_id != c->epoch_id) {

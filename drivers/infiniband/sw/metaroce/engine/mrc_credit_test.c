@@ -204,7 +204,9 @@ static void mrc_credit_base_window(struct kunit *test)
 	mrc_credit_flow_init(&f[0]);
 	/* early on a very small delay, later a steady one 2 ms larger */
 	mrc_credit_on_data(&c, &f[0], 0, 0, false);
-	for (t = 0; t < 3 * MRC_CREDIT_OWD_EPOCHS; t++) {
+	/* an epoch lasts MRC_CREDIT_MIN_SAMPLES packets */
+	for (t = 0; t < 3 * MRC_CREDIT_OWD_EPOCHS * MRC_CREDIT_MIN_SAMPLES;
+	     t++) {
 		now += 100;
 		mrc_credit_on_data(&c, &f[0], now, now - 2000, false);
 	}
