@@ -815,11 +815,12 @@ u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid);
  * it takes the usable entropy with the smallest smoothed RTT among those
  * with no loss or CE mark in their current epoch (path_aware; otherwise,
  * or with no such entropy, the previous packet's).  A sparse
- * exchange (a ping-pong) then stays on its fastest path and, at the
- * receiver, on one RSS/RPS queue and CPU.  Every MRC_PATH_LONE_EXPLORE-th
- * lone packet, or one whose entropy is being skipped, is a plain
- * mrc_path_pick() so that the others keep being sampled.  Only those
- * count in the balance windows.
+ * exchange (a ping-pong) then stays on one path and, at the receiver,
+ * on one RSS/RPS queue and CPU, while that path's RTT stays the lowest
+ * (with RTTs within noise of each other it moves among them).  Every
+ * MRC_PATH_LONE_EXPLORE-th lone packet, or one whose entropy is being
+ * skipped, is a plain mrc_path_pick() so that the others keep being
+ * sampled.  Only those count in the balance windows.
  */
 u16 mrc_path_pick_lone(struct mrc_path *p, u32 now);
 /**
