@@ -942,7 +942,7 @@ struct mrc_credit_flow {
 
 #define MRC_CREDIT_OWD_EPOCHS	2048	/* base delay forgotten after 2 windows */
 #define MRC_CREDIT_MIN_FLOW	1	/* packets a flow always gets */
-#define MRC_CREDIT_MIN_SAMPLES	8	/* packets an epoch needs to cut */
+#define MRC_CREDIT_MIN_SAMPLES	8	/* packets an epoch waits for, and needs to cut on delay */
 #define MRC_CREDIT_EPOCH_MAX	8	/* an epoch waits for them this many epoch_us */
 
 void mrc_credit_init(struct mrc_credit *c, u32 pool_min, u32 pool_max,

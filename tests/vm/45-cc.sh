@@ -163,8 +163,9 @@ for rc in $INCAST; do
 	counter_check "$d: the receiver counts the CE marks" ecn_marks_received "$RC_DEV_R"
 	counter_check "$d: the senders get the marks echoed" ecn_echoes_received "${SENDERS[@]}"
 	counter_check "$d: the senders cut their windows on ECN" window_cuts_ecn "${SENDERS[@]}"
-	# at the port only: on a slow one an epoch sees too few
-	# packets to count every sender (Documentation, Limitations)
+	# at the port only: on a slow one a turn of every sender
+	# takes longer than credit_hold_us, so the holds there mostly run
+	# out and are reported, not checked (Documentation, Limitations)
 	if [ "$r" = "$RATE" ]; then
 		counter_check "$d: the receiver rotates its credit pool (holds ACKs)" credit_ack_holds "$RC_DEV_R"
 		counter_check "$d: CE marks shrink the receiver's credit pool" credit_pool_ce_cuts "$RC_DEV_R"

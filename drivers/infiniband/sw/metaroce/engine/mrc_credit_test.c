@@ -139,8 +139,8 @@ static void mrc_credit_ce_cuts(struct kunit *test)
 
 /*
  * A handful of late packets before a silence is no evidence of a queue;
- * sparse packets that keep coming late are (a slow link's epochs see
- * only a few packets each: they are judged together).
+ * sparse packets that keep coming late are (on a slow link an epoch
+ * waits for MRC_CREDIT_MIN_SAMPLES of them).
  */
 static void mrc_credit_needs_samples(struct kunit *test)
 {
