@@ -877,12 +877,17 @@ int mrc_path_index(const struct mrc_path *p, u16 port);
  * @ce_samples: those of them that arrived CE marked.
  * @cuts: pool reductions, a counter.
  * @ce_cuts: those of them CE marks sized, a counter.
- * @hold_max_us: longest an ACK is held for rotation; 0: no holds.
+ * @hold_max_us: how long a held ACK waits at the least before it is sent
+ *	anyway (longer behind many held flows on a slow link, see
+ *	mrc_credit_hold()); 0: no holds.
+ * @gap_us: smoothed time between data arrivals (gain 1/8, each sample at
+ *	most @hold_max_us; 0: none yet): how fast turns come.
+ * @last_rx: arrival time of the last data packet.
  * @hold_head: oldest flow whose ACK is held (see mrc_credit_hold()).
  * @hold_tail: newest such flow.
  * @held: flows on that list.
  * @holds: ACKs held, a counter.
- * @hold_timeouts: held ACKs sent because @hold_max_us passed, a counter.
+ * @hold_timeouts: held ACKs sent because their hold ran out, a counter.
  */
 struct mrc_credit {
 	u32 pool;
@@ -904,6 +909,8 @@ struct mrc_credit {
 	u64 cuts;
 	u64 ce_cuts;
 	u32 hold_max_us;
+	u32 gap_us;
+	u32 last_rx;
 	struct mrc_credit_flow *hold_head;
 	struct mrc_credit_flow *hold_tail;
 	u32 held;
@@ -923,6 +930,7 @@ struct mrc_credit {
  * @hold_prev: previous flow on the pool's hold list.
  * @hold_next: next flow on it.
  * @hold_since: when this flow's ACK was held.
+ * @hold_for: how long it may be held.
  * @held: the flow is on the hold list.
  * @released: taken off the list for its turn: its ACK is due.
  */
@@ -936,6 +944,7 @@ struct mrc_credit_flow {
 	struct mrc_credit_flow *hold_prev;
 	struct mrc_credit_flow *hold_next;
 	u32 hold_since;
+	u32 hold_for;
 	bool held;
 	bool released;
 };
@@ -944,6 +953,8 @@ struct mrc_credit_flow {
 #define MRC_CREDIT_MIN_FLOW	1	/* packets a flow always gets */
 #define MRC_CREDIT_MIN_SAMPLES	8	/* packets an epoch waits for, and needs to cut on delay */
 #define MRC_CREDIT_EPOCH_MAX	8	/* an epoch waits for them this many epoch_us */
+#define MRC_CREDIT_HOLD_TURNS	2	/* a hold lasts up to twice its expected wait */
+#define MRC_CREDIT_HOLD_CAP	16	/* but at most this many hold_max_us */
 
 void mrc_credit_init(struct mrc_credit *c, u32 pool_min, u32 pool_max,
 		     u32 target_us, u32 epoch_us);
@@ -972,8 +983,9 @@ void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
 /* packets the flow may have outstanding: its fair share of the pool */
 u32 mrc_credit_grant(const struct mrc_credit *c);
 /*
- * Hold ACKs for rotation for at most @hold_max_us (0: never).  With
- * holds on, the pool may shrink below one packet per active flow.
+ * Hold ACKs for rotation, each for at least @hold_max_us before it is
+ * sent anyway (0: never hold).  With holds on, the pool may shrink below
+ * one packet per active flow.
  */
 void mrc_credit_set_hold(struct mrc_credit *c, u32 hold_max_us);
 /**
@@ -990,10 +1002,14 @@ void mrc_credit_set_hold(struct mrc_credit *c, u32 hold_max_us);
  * arrival order.  The flows that hold a packet of the pool are those
  * not held; as long as more of them are active than the pool has
  * packets, ACKs are held without a release.  A held ACK is due at the
- * latest @hold_max_us after it was held.
+ * latest @f->hold_for after it was held: MRC_CREDIT_HOLD_TURNS times the
+ * wait its place in the list predicts (one smoothed arrival gap per flow
+ * ahead of it, and its own), at least @hold_max_us and at most
+ * MRC_CREDIT_HOLD_CAP times that.  On a slow link a turn takes longer,
+ * and a hold that ran out would only let one packet more into the queue.
  *
  * Return: true if the ACK must wait (call again when the caller's timer
- * for @hold_max_us or a release fires), false to send it.
+ * for @f->hold_for or a release fires), false to send it.
  */
 bool mrc_credit_hold(struct mrc_credit *c, struct mrc_credit_flow *f,
 		     u32 now, struct mrc_credit_flow **release);

@@ -84,7 +84,7 @@ MODULE_PARM_DESC(credit_target_us, "Queueing delay in front of the receiver that
 
 unsigned int mrc_credit_hold_us = 4000;
 module_param_named(credit_hold_us, mrc_credit_hold_us, uint, 0644);
-MODULE_PARM_DESC(credit_hold_us, "Receiver credits rotate among more senders than the pool has packets by holding ACKs, each at most this long in microseconds (default 4000; 0: no rotation, every sender keeps a packet), read at link add");
+MODULE_PARM_DESC(credit_hold_us, "Receiver credits rotate among more senders than the pool has packets by holding ACKs; a held ACK goes anyway after this many microseconds, or after twice its expected wait if longer, up to 16 times this (default 4000; 0: no rotation, every sender keeps a packet), read at link add");
 
 bool mrc_credit_ecn = true;
 module_param_named(credit_ecn, mrc_credit_ecn, bool, 0644);

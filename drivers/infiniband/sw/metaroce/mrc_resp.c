@@ -112,7 +112,7 @@ static struct mrc_qp *mrc_resp_ack_due(struct mrc_qp *qp, u32 now)
 		if (mdev->credit.hold_timeouts != tmo)
 			mrc_stat_inc(mdev, MRC_ST_CREDIT_HOLD_TIMEOUTS);
 		if (hold)
-			left = qp->crflow.hold_since + mdev->credit.hold_max_us -
+			left = qp->crflow.hold_since + qp->crflow.hold_for -
 			       now;
 		/* a QP being destroyed leaves the list before its last put */
 		if (f) {

@@ -152,11 +152,25 @@ void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
 	if (!c->started) {
 		c->started = true;
 		c->epoch_start = now;
-	} else if (now - c->epoch_start >= c->epoch_us &&
-		   (c->samples >= MRC_CREDIT_MIN_SAMPLES ||
-		    now - c->epoch_start >= MRC_CREDIT_EPOCH_MAX * c->epoch_us)) {
-		mrc_credit_epoch(c, now);
+	} else {
+		if (c->hold_max_us) {
+			/* turns come at the arrival rate; idle spells are none */
+			u32 gap = now - c->last_rx;
+
+			if ((s32)gap < 0)
+				gap = 0;	/* stamped on another CPU */
+			else if (gap > c->hold_max_us)
+				gap = c->hold_max_us;
+			c->gap_us = c->gap_us ?
+				    c->gap_us - c->gap_us / 8 + gap / 8 : gap;
+		}
+		if (now - c->epoch_start >= c->epoch_us &&
+		    (c->samples >= MRC_CREDIT_MIN_SAMPLES ||
+		     now - c->epoch_start >=
+		     MRC_CREDIT_EPOCH_MAX * c->epoch_us))
+			mrc_credit_epoch(c, now);
 	}
+	c->last_rx = now;
 	if (!f->counted || f->epoch_id != c->epoch_id) {
 		if (f->counted && f->epoch_id == c->epoch_id - 1)
 			c->seen_both++;
@@ -236,6 +250,22 @@ static struct mrc_credit_flow *mrc_credit_pop(struct mrc_credit *c)
 	return h;
 }
 
+/*
+ * How long a flow joining the hold list may wait: the @over arrivals
+ * that must come before the turns start again (moving flows beyond the
+ * pool), one per flow ahead of it and its own, each about one arrival
+ * gap.
+ */
+static u32 mrc_credit_hold_for(const struct mrc_credit *c, u32 over)
+{
+	u64 t = (u64)MRC_CREDIT_HOLD_TURNS * (c->held + 1 + over) * c->gap_us;
+	u64 cap = (u64)MRC_CREDIT_HOLD_CAP * c->hold_max_us;
+
+	if (t > cap)
+		t = cap;
+	return t > c->hold_max_us ? (u32)t : c->hold_max_us;
+}
+
 bool mrc_credit_hold(struct mrc_credit *c, struct mrc_credit_flow *f,
 		     u32 now, struct mrc_credit_flow **release)
 {
@@ -247,7 +277,7 @@ bool mrc_credit_hold(struct mrc_credit *c, struct mrc_credit_flow *f,
 		return false;
 	}
 	if (f->held) {
-		if (now - f->hold_since < c->hold_max_us)
+		if (now - f->hold_since < f->hold_for)
 			return true;
 		mrc_credit_unhold(c, f);
 		c->hold_timeouts++;
@@ -273,6 +303,7 @@ bool mrc_credit_hold(struct mrc_credit *c, struct mrc_credit_flow *f,
 	c->hold_tail = f;
 	f->held = true;
 	f->hold_since = now;
+	f->hold_for = mrc_credit_hold_for(c, moving - pool);
 	c->held++;
 	c->holds++;
 	if (moving == pool)

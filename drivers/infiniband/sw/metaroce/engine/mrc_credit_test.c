@@ -282,13 +282,14 @@ static void mrc_credit_hold_rotates(struct kunit *test)
 }
 
 /*
- * A bottleneck serving one packet per tick, zero-delay ACKs, flows with
- * a one-packet window: returns the largest queue (packets) and the
- * fewest packets any flow delivered over the second half of @ticks.
+ * A bottleneck serving one packet per tick of @tick_us, zero-delay ACKs,
+ * flows with a one-packet window: returns the largest queue (packets)
+ * and the fewest packets any flow delivered over the second half of
+ * @ticks.
  */
 static void cr_bottleneck(struct kunit *test, struct mrc_credit *c,
-			  struct mrc_credit_flow *f, u32 n, u32 ticks, u32 *qmax,
-			  u32 *least, u32 *sent)
+			  struct mrc_credit_flow *f, u32 n, u32 ticks,
+			  u32 tick_us, u32 *qmax, u32 *least, u32 *sent)
 {
 	u32 q[8], ts[8], got[8] = {}, head = 0, len = 0, now = 0, t, i, j;
 	struct mrc_credit_flow *rel;
@@ -304,7 +305,7 @@ static void cr_bottleneck(struct kunit *test, struct mrc_credit *c,
 	*qmax = 0;
 	*sent = 0;
 	for (t = 0; t < ticks; t++) {
-		now += 660;	/* 8 KiB at 100 Mbit/s */
+		now += tick_us;
 		if (t >= ticks / 2 && len > *qmax)
 			*qmax = len;
 		if (!len)
@@ -332,7 +333,7 @@ static void cr_bottleneck(struct kunit *test, struct mrc_credit *c,
 		}
 		/* the responder's timer: a hold runs out */
 		for (j = 0; j < n; j++) {
-			if (!f[j].held || now - f[j].hold_since < c->hold_max_us)
+			if (!f[j].held || now - f[j].hold_since < f[j].hold_for)
 				continue;
 			if (!mrc_credit_hold(c, &f[j], now, &rel)) {
 				q[(head + len++) % 8] = j;
@@ -357,7 +358,7 @@ static void mrc_credit_hold_incast(struct kunit *test)
 	mrc_credit_init(&c, 2, 64, 1000, 2000);
 	for (i = 0; i < 8; i++)
 		mrc_credit_flow_init(&f[i]);
-	cr_bottleneck(test, &c, f, 8, 4000, &qmax, &least, &sent);
+	cr_bottleneck(test, &c, f, 8, 4000, 660, &qmax, &least, &sent);
 	KUNIT_EXPECT_GE(test, qmax, 7u);
 	KUNIT_EXPECT_EQ(test, c.holds, 0u);
 
@@ -365,7 +366,7 @@ static void mrc_credit_hold_incast(struct kunit *test)
 	mrc_credit_set_hold(&c, 4000);
 	for (i = 0; i < 8; i++)
 		mrc_credit_flow_init(&f[i]);
-	cr_bottleneck(test, &c, f, 8, 4000, &qmax, &least, &sent);
+	cr_bottleneck(test, &c, f, 8, 4000, 660, &qmax, &least, &sent);
 	KUNIT_EXPECT_LE(test, qmax, 3u);
 	/* the link never idles, and every flow gets its turns */
 	KUNIT_EXPECT_EQ(test, sent, 2000u);
@@ -373,6 +374,63 @@ static void mrc_credit_hold_incast(struct kunit *test)
 	KUNIT_EXPECT_GT(test, c.holds, 1000u);
 	KUNIT_EXPECT_EQ(test, c.hold_timeouts, 0u);
 	KUNIT_EXPECT_LE(test, c.held, 8u);
+}
+
+/*
+ * 8 KiB at 20 Mbit/s: a turn of eight flows takes about 20 ms, five
+ * times hold_max_us.  The holds last as long as the turns take.
+ */
+static void mrc_credit_hold_slow_link(struct kunit *test)
+{
+	struct mrc_credit_flow f[8], *rel;
+	u32 qmax, least, sent, i;
+	struct mrc_credit c;
+
+	/* epochs long enough for 8 packets: the delay cuts the pool */
+	mrc_credit_init(&c, 2, 64, 1000, 8000);
+	mrc_credit_set_hold(&c, 4000);
+	for (i = 0; i < 8; i++)
+		mrc_credit_flow_init(&f[i]);
+	cr_bottleneck(test, &c, f, 8, 4000, 3300, &qmax, &least, &sent);
+	KUNIT_EXPECT_EQ(test, c.gap_us, 3300u);
+	KUNIT_EXPECT_LE(test, qmax, 3u);
+	KUNIT_EXPECT_EQ(test, sent, 2000u);
+	KUNIT_EXPECT_GE(test, least, 2000u / 8 * 9 / 10);
+	KUNIT_EXPECT_GT(test, c.holds, 1000u);
+	KUNIT_EXPECT_EQ(test, c.hold_timeouts, 0u);
+
+	/* a hold's limit: twice the predicted wait, within 1 and 16 limits */
+	mrc_credit_init(&c, 2, 64, 1000, 2000);
+	mrc_credit_set_hold(&c, 4000);
+	for (i = 0; i < 8; i++)
+		mrc_credit_flow_init(&f[i]);
+	c.gap_us = 500;
+	KUNIT_EXPECT_EQ(test, mrc_credit_hold_for(&c, 0), 4000u);
+	c.gap_us = 3000;
+	KUNIT_EXPECT_EQ(test, mrc_credit_hold_for(&c, 0), 6000u);
+	c.held = 3;
+	KUNIT_EXPECT_EQ(test, mrc_credit_hold_for(&c, 0), 24000u);
+	KUNIT_EXPECT_EQ(test, mrc_credit_hold_for(&c, 2), 36000u);
+	c.held = 20;
+	KUNIT_EXPECT_EQ(test, mrc_credit_hold_for(&c, 0), 64000u);
+	c.held = 0;
+	/*
+	 * Four flows, a pool of two: the first held waits for the two
+	 * moving beyond the pool and its own turn, the second for one
+	 * beyond, the first and its own.
+	 */
+	c.active = 4;
+	c.pool = 2 * 256;
+	KUNIT_EXPECT_TRUE(test, mrc_credit_hold(&c, &f[0], 100, &rel));
+	KUNIT_EXPECT_EQ(test, f[0].hold_for, 18000u);
+	KUNIT_EXPECT_TRUE(test, mrc_credit_hold(&c, &f[1], 100, &rel));
+	KUNIT_EXPECT_EQ(test, f[1].hold_for, 18000u);
+	KUNIT_EXPECT_TRUE(test, mrc_credit_hold(&c, &f[0], 18099, &rel));
+	KUNIT_EXPECT_TRUE(test, mrc_credit_hold(&c, &f[1], 18099, &rel));
+	KUNIT_EXPECT_EQ(test, c.hold_timeouts, 0u);
+	KUNIT_EXPECT_FALSE(test, mrc_credit_hold(&c, &f[0], 18100, &rel));
+	KUNIT_EXPECT_EQ(test, c.hold_timeouts, 1u);
+	KUNIT_EXPECT_EQ(test, c.held, 1u);
 }
 
 static struct kunit_case mrc_credit_cases[] = {
@@ -385,6 +443,7 @@ static struct kunit_case mrc_credit_cases[] = {
 	KUNIT_CASE(mrc_credit_base_window),
 	KUNIT_CASE(mrc_credit_hold_rotates),
 	KUNIT_CASE(mrc_credit_hold_incast),
+	KUNIT_CASE(mrc_credit_hold_slow_link),
 	{}
 };
 
