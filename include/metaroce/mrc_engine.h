@@ -1003,8 +1003,9 @@ void mrc_credit_set_hold(struct mrc_credit *c, u32 hold_max_us);
  * not held; as long as more of them are active than the pool has
  * packets, ACKs are held without a release.  A held ACK is due at the
  * latest @f->hold_for after it was held: MRC_CREDIT_HOLD_TURNS times the
- * wait its place in the list predicts (one smoothed arrival gap per flow
- * ahead of it, and its own), at least @hold_max_us and at most
+ * wait its place in the list predicts (one smoothed arrival gap for each
+ * moving flow beyond the pool, each flow ahead of it, and its own), at
+ * least @hold_max_us and at most
  * MRC_CREDIT_HOLD_CAP times that.  On a slow link a turn takes longer,
  * and a hold that ran out would only let one packet more into the queue.
  *
