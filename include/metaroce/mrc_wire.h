@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * MetaRoCE wire format, version 1.
+ * MetaRoCE wire format, version 2.
  *
- * A packet is one UDP datagram: base header, an opcode-specific extension
- * header, then payload.  Every multi-byte field is big endian.  The
+ * A packet is one UDP datagram: a header, then payload.  SEND and WRITE
+ * carry the short data header; every other packet the base header and an
+ * opcode-specific extension.  Every multi-byte field is big endian.  The
  * normative description is Documentation/infiniband/metaroce-protocol.rst;
  * keep the two in step.
  */
@@ -12,7 +13,7 @@
 
 #include "mrc_types.h"
 
-#define MRC_WIRE_VERSION	1
+#define MRC_WIRE_VERSION	2
 #define MRC_DEFAULT_UDP_PORT	4792	/* not 4791: coexists with RoCEv2 */
 
 /* Base header, 24 bytes. */
@@ -54,6 +55,25 @@ enum mrc_opcode {
 	MRC_OP_ACK		= 0x20,
 };
 
+/*
+ * Data header (SEND, WRITE): the base header's first 20 bytes, then the
+ * fields below.  No payload length (the datagram gives it) and no segment
+ * size: every packet is placed by its own address or offset, so a sender
+ * may cut a message into segments of any size that fills its MTU.
+ */
+#define MRC_DATA_COMMON_LEN	20	/* bytes 0..19 as in the base header */
+#define MRC_SEND_OFF_RMSN	20	/* be32: receive message sequence number */
+#define MRC_SEND_OFF_OFFSET	24	/* be32: byte offset in the message */
+#define MRC_SEND_OFF_IMM	28	/* be32: with IMM or INV only */
+#define MRC_SEND_LEN		28	/* 32 with IMM or INV */
+#define MRC_WRITE_OFF_RKEY	20	/* be32 */
+#define MRC_WRITE_OFF_VA	24	/* be64: where this packet's payload goes */
+#define MRC_WRITE_OFF_RMSN	32	/* be32: with IMM only */
+#define MRC_WRITE_OFF_MSGLEN	36	/* be32: with IMM only, the WRITE's length */
+#define MRC_WRITE_OFF_IMM	40	/* be32: with IMM only */
+#define MRC_WRITE_LEN		32	/* 44 with IMM */
+#define MRC_DATA_MAX_LEN	44
+
 /* Flags (base header byte 2). */
 #define MRC_F_ACKREQ		0x01	/* receiver should ACK at once */
 #define MRC_F_SOLICITED		0x02	/* solicited event (SEND, WRITE_IMM) */
@@ -64,7 +84,7 @@ enum mrc_opcode {
 #define MRC_F_ORDERED		0x40	/* SEND/WRITE: place only in PSN order */
 #define MRC_F_ALL		0x7f
 
-/* Request extension (SEND, WRITE, READ_REQ), 32 bytes. */
+/* Request extension (READ_REQ), 32 bytes. */
 #define MRC_REQ_LEN		32
 #define MRC_REQ_OFF_VA		0	/* be64 */
 #define MRC_REQ_OFF_RKEY	8	/* be32 */
@@ -108,7 +128,8 @@ enum mrc_opcode {
 #define MRC_ACK_OFF_CECNT	16	/* be16: CE-marked packets since the last ACK */
 #define MRC_ACK_OFF_ENTROPY	18	/* be16: UDP source port of the trigger */
 #define MRC_ACK_OFF_CREDIT	20	/* be32: PSNs the sender may have out, 0: no limit */
-#define MRC_ACK_OFF_RSVD	24	/* 8 bytes, zero */
+#define MRC_ACK_OFF_DGRAM	24	/* be16: largest datagram the sender takes, 0: unsaid */
+#define MRC_ACK_OFF_RSVD	26	/* 6 bytes, zero */
 #define MRC_ACK_OFF_SACK	32	/* be64 words */
 #define MRC_ACK_MAX_SACKW	4	/* 256 PSNs beyond the cumulative ACK */
 
@@ -142,24 +163,31 @@ enum mrc_syndrome {
  * struct mrc_pkt - a decoded header (host order).
  * @opcode: the packet type, enum mrc_opcode.
  * @flags: MRC_F_* bits of the base header.
- * @pmtu_shift: log2 of the message's segment size; in an ACK, log2 of
- *	the largest segment the ACK's sender takes (0: not said).
+ * @pmtu_shift: log2 of the message's segment size (READ_REQ, READ_RESP,
+ *	UD_SEND; the atomics carry the requester's); in an ACK, log2 of the
+ *	largest READ response segment the ACK's sender takes (0: not said);
+ *	0 in SEND and WRITE, whose header has no such field.
  * @hdr_len: header length in bytes, extension included.
  * @pay_len: payload bytes after the header.
  * @dqpn: destination QP number (24 bits).
  * @sqpn: source QP number (24 bits).
  * @psn: packet sequence number; for an ACK the cumulative ACK.
  * @tsval: sender's timestamp in microseconds, echoed in ACKs.
- * @req: SEND/WRITE/READ request extension: remote address and key,
- *	message length, offset of this packet in the message, receive
- *	message sequence number (RMSN) and immediate data.
+ * @req: SEND, WRITE and READ_REQ fields: remote address and key (WRITE:
+ *	where this packet goes), message length, offset of this packet in
+ *	the message, receive message sequence number (RMSN) and immediate
+ *	data.  A SEND's header has no length: parse sets @req.msg_len to
+ *	the end of this packet's payload, which is the message length in
+ *	the LAST packet.  A WRITE's header has no offset (parse gives 0),
+ *	and carries RMSN and length only with IMM (else parse gives 0).
  * @atomic: atomic request extension: address, key and operands.
  * @rresp: READ response extension: offset and message length.
  * @aresp: atomic response extension: the original value.
  * @ud: UD extension: Q_Key and immediate data.
  * @ack: ACK extension: syndrome, SACK word count, RNR timer, ACK flags,
  *	NAK PSN, echoed timestamp, time the ACK was held, CE count, entropy
- *	echo, credit and the SACK words.
+ *	echo, credit, the largest datagram (UDP payload) the ACK's sender
+ *	takes and the SACK words.
  *
  * Only the extension that belongs to @opcode is valid.  For an ACK, @psn
  * is the cumulative ACK: every PSN before it was received.  SACK bit b of
@@ -212,6 +240,7 @@ struct mrc_pkt {
 			u16 ce_count;
 			u16 entropy;
 			u32 credit;
+			u16 max_dgram;
 			u64 sack[MRC_ACK_MAX_SACKW];
 		} ack;
 	};
@@ -224,7 +253,7 @@ struct mrc_pkt {
  * @MRC_DROP_TRUNCATED: shorter than its headers.
  * @MRC_DROP_BAD_VERSION: unknown protocol version.
  * @MRC_DROP_BAD_OPCODE: unknown opcode.
- * @MRC_DROP_BAD_HDR_LEN: hdr_words disagrees with the opcode.
+ * @MRC_DROP_BAD_HDR_LEN: hdr_words disagrees with the opcode and flags.
  * @MRC_DROP_BAD_PAY_LEN: pay_len disagrees with the datagram or opcode.
  * @MRC_DROP_BAD_FIELD: reserved bits set, bad flags, QPN over 24 bits.
  * @MRC_DROP_BAD_PMTU: segment size out of range.
@@ -243,7 +272,7 @@ enum mrc_drop {
 	MRC_DROP_TRUNCATED,	/* shorter than its headers */
 	MRC_DROP_BAD_VERSION,
 	MRC_DROP_BAD_OPCODE,
-	MRC_DROP_BAD_HDR_LEN,	/* hdr_words disagrees with the opcode */
+	MRC_DROP_BAD_HDR_LEN,	/* hdr_words disagrees with opcode and flags */
 	MRC_DROP_BAD_PAY_LEN,	/* pay_len disagrees with the datagram or opcode */
 	MRC_DROP_BAD_FIELD,	/* reserved bits set, bad flags, QPN > 24 bits */
 	MRC_DROP_BAD_PMTU,
@@ -259,7 +288,7 @@ enum mrc_drop {
 };
 
 int mrc_wire_parse(const void *buf, u32 len, struct mrc_pkt *p);
-u32 mrc_wire_hdr_len(u8 opcode, u8 sack_words);
+u32 mrc_wire_hdr_len(u8 opcode, u8 flags, u8 sack_words);
 u32 mrc_wire_build(void *buf, const struct mrc_pkt *p);
 
 #endif /* MRC_WIRE_H */

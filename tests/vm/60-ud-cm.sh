@@ -204,7 +204,7 @@ send_raw() {
 }
 # base header: ver opcode flags hdrw | dqpn | sqpn | psn | tsval | paylen pmtu 0
 ud_hdr() { # DQPN FLAGS PSN PAYLEN PMTU HDRW QKEY IMM
-	printf '1006%02x%02x%08x%08x%08x00000000%04x%02x00%08x%08x' \
+	printf '2006%02x%02x%08x%08x%08x00000000%04x%02x00%08x%08x' \
 		"$2" "$6" "$1" 66 "$3" "$4" "$5" "$7" "$8"
 }
 rc_snap b0 "$RC_DEV_B"
@@ -216,7 +216,7 @@ in_host "$TOPO_A" bash -c "$(declare -f send_raw); TOPO_B_IP=$TOPO_B_IP
 	send_raw $(ud_hdr 1 1 0 16 10 8 0x80010000 0) 16       # ACKREQ
 	send_raw $(ud_hdr 1 0 0 1025 10 8 0x80010000 0) 1025   # above the MTU
 	send_raw $(ud_hdr 1 0 0 16 10 9 0x80010000 0) 12       # header length
-	send_raw 1006000800000001 12                           # truncated
+	send_raw 2006000800000001 12                           # truncated
 	send_raw $(ud_hdr 1 0 0 256 10 8 0x80010000 0) 256     # a junk MAD
 " >/tmp/raw.log 2>&1
 sleep 1

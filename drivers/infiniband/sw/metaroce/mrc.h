@@ -335,7 +335,8 @@ struct mrc_swqe {
 	u32 npsn;			/* PSNs the message occupies */
 	u32 sent;			/* PSNs sent for the first time */
 	u32 rmsn;			/* receive MSN, SEND/WRITE_IMM */
-	u8 shift;			/* segment size log2 */
+	u32 seg;			/* SEND/WRITE segment bytes */
+	u8 shift;			/* READ segment size log2 */
 	u8 op;				/* MRC_OP_* */
 	bool started;
 	bool done;
@@ -439,6 +440,7 @@ struct mrc_qp {
 	u32 win_max;			/* window limit (module parameter) */
 	u32 credit;			/* the peer's grant, 0: no limit */
 	u8 peer_seg_shift;		/* largest segment the peer takes, 0: unknown */
+	u16 peer_dgram;			/* largest datagram the peer takes, 0: unknown */
 	u32 spurious_rtos;		/* tx.spurious_rtos already acted on */
 	u32 retx_charged;		/* lost PSN charged, resend not yet built */
 	bool retx_charged_valid;
@@ -532,6 +534,7 @@ enum ib_port_state mrc_port_state(struct mrc_dev *mdev);
 int mrc_mtu_payload(struct mrc_dev *mdev);
 u8 mrc_seg_shift_fit(struct mrc_dev *mdev, u8 shift);
 u8 mrc_seg_shift_max(struct mrc_dev *mdev);
+u32 mrc_qp_dgram_max(const struct mrc_qp *qp);
 
 /* mrc_ring.c */
 int mrc_ring_alloc(struct mrc_dev *mdev, struct mrc_ring *r, u32 depth,

@@ -72,7 +72,7 @@ MODULE_PARM_DESC(cc_ecn, "The sender window also reacts to ECN marks echoed in A
 
 bool mrc_jumbo = true;
 module_param_named(jumbo, mrc_jumbo, bool, 0644);
-MODULE_PARM_DESC(jumbo, "RC QPs with path MTU 4096 send 8192-byte segments once the peer's ACKs say it takes them (both netdevs' MTU at least 8296); read at each work request (default on)");
+MODULE_PARM_DESC(jumbo, "RC QPs at the largest path MTU of their netdev fill their packets once the peer's ACKs give its datagram size: SEND/WRITE segments up to 8192 bytes (1440 at MTU 1500), READ segments of 8192 when both netdevs take them; read at each work request (default on)");
 
 bool mrc_credits = true;
 module_param_named(credits, mrc_credits, bool, 0644);

@@ -421,6 +421,7 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			qp->tx.wnd = mrc_cc_wnd(&qp->cc);
 			qp->credit = 0;
 			qp->peer_seg_shift = 0;
+			qp->peer_dgram = 0;
 			qp->spurious_rtos = 0;
 			qp->spurious = 0;
 			qp->gbn_valid = false;

@@ -75,6 +75,40 @@ static u8 mrc_req_seg_shift(const struct mrc_qp *qp)
 }
 
 /*
+ * The segment size of a new SEND or WRITE whose header is @hdr_len bytes:
+ * the path MTU's, except that a QP at the largest path MTU its netdev
+ * takes fills its packets to what both ends take (at most 8192 bytes of
+ * payload), once an ACK said how large a datagram the peer takes.  The
+ * data header names no segment size, so it need not be a power of two.
+ */
+static u32 mrc_req_data_seg(const struct mrc_qp *qp, u32 hdr_len)
+{
+	u32 path = 1u << qp->pmtu_shift, room;
+
+	if (!READ_ONCE(mrc_jumbo) || !qp->peer_dgram ||
+	    qp->pmtu_shift != mrc_seg_shift_fit(qp->mdev, MRC_PMTU_IB_SHIFT))
+		return path;
+	room = min_t(u32, mrc_qp_dgram_max(qp), qp->peer_dgram);
+	if (room <= hdr_len + path)
+		return path;
+	return min_t(u32, room - hdr_len, 1u << MRC_PMTU_MAX_SHIFT);
+}
+
+/* the header flags a work request's data packets carry besides LAST */
+static u8 mrc_wr_data_flags(u32 opcode)
+{
+	switch (opcode) {
+	case METAROCE_WR_SEND_WITH_IMM:
+	case METAROCE_WR_RDMA_WRITE_WITH_IMM:
+		return MRC_F_IMM;
+	case METAROCE_WR_SEND_WITH_INV:
+		return MRC_F_INV;
+	default:
+		return 0;
+	}
+}
+
+/*
  * Copy SQ slot @idx out of the (possibly user-mapped) ring and validate it.
  * Return: IB_WC_SUCCESS or the completion status to fail the WQE with.
  */
@@ -85,7 +119,7 @@ static u8 mrc_swqe_load(struct mrc_qp *qp, u32 idx)
 		     qp->sq.stride;
 	const struct metaroce_send_wqe *w = (const void *)shadow;
 	u64 len = 0;
-	u32 i;
+	u32 i, hlen;
 
 	memcpy(shadow, mrc_ring_slot(&qp->sq, idx), qp->sq.stride);
 	memset(s, 0, sizeof(*s));
@@ -122,6 +156,12 @@ static u8 mrc_swqe_load(struct mrc_qp *qp, u32 idx)
 			return IB_WC_LOC_QP_OP_ERR;
 		s->npsn = 1;
 		break;
+	case MRC_OP_SEND:
+	case MRC_OP_WRITE:
+		hlen = mrc_wire_hdr_len(s->op, mrc_wr_data_flags(w->opcode), 0);
+		s->seg = mrc_req_data_seg(qp, hlen);
+		s->npsn = s->length ? DIV_ROUND_UP(s->length, s->seg) : 1;
+		break;
 	default:
 		s->npsn = mrc_seg_count(s->length, s->shift);
 		break;
@@ -139,7 +179,7 @@ static int mrc_build_req(struct mrc_qp *qp, struct mrc_swqe *s, u32 psn,
 			 u32 n, bool retx, u32 now, u16 sport)
 {
 	u32 k = psn - s->first_psn;
-	u32 off = k << s->shift;
+	u32 off = k << s->shift;	/* READ_REQ; SEND and WRITE below */
 	u32 pay = 0, hlen;
 	struct sk_buff *skb;
 	struct mrc_pkt p;
@@ -155,7 +195,8 @@ static int mrc_build_req(struct mrc_qp *qp, struct mrc_swqe *s, u32 psn,
 	switch (s->op) {
 	case MRC_OP_SEND:
 	case MRC_OP_WRITE:
-		pay = min_t(u32, s->length - off, 1u << s->shift);
+		off = k * s->seg;
+		pay = min_t(u32, s->length - off, s->seg);
 		if (k == s->npsn - 1) {
 			p.flags |= MRC_F_LAST | MRC_F_ACKREQ;
 			/* only a message that completes a receive is solicited */
@@ -163,11 +204,7 @@ static int mrc_build_req(struct mrc_qp *qp, struct mrc_swqe *s, u32 psn,
 			    mrc_wr_consumes_recv(s->wr.opcode))
 				p.flags |= MRC_F_SOLICITED;
 		}
-		if (s->wr.opcode == METAROCE_WR_SEND_WITH_IMM ||
-		    s->wr.opcode == METAROCE_WR_RDMA_WRITE_WITH_IMM)
-			p.flags |= MRC_F_IMM;
-		if (s->wr.opcode == METAROCE_WR_SEND_WITH_INV)
-			p.flags |= MRC_F_INV;
+		p.flags |= mrc_wr_data_flags(s->wr.opcode);
 		if (s->op == MRC_OP_WRITE) {
 			p.req.va = s->wr.remote_addr + off;
 			p.req.rkey = s->wr.rkey;
@@ -214,7 +251,7 @@ static int mrc_build_req(struct mrc_qp *qp, struct mrc_swqe *s, u32 psn,
 	}
 
 	p.pay_len = pay;
-	hlen = mrc_wire_hdr_len(p.opcode, 0);
+	hlen = mrc_wire_hdr_len(p.opcode, p.flags, 0);
 	p.hdr_len = hlen;
 	skb = mrc_skb_alloc(qp, hlen, pay);
 	if (!skb)
@@ -743,6 +780,8 @@ static void mrc_req_ack_feedback(struct mrc_qp *qp, u32 now,
 		mrc_stat_add(mdev, MRC_ST_ECN_ECHO, p->ack.ce_count);
 	if (p->pmtu_shift)
 		qp->peer_seg_shift = p->pmtu_shift;
+	if (p->ack.max_dgram)
+		qp->peer_dgram = p->ack.max_dgram;
 	/* the responder's grant in packets; 0: no limit */
 	qp->credit = p->ack.credit;
 }

@@ -26,6 +26,7 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 
 	mrc_pkt_init(qp, &p, MRC_OP_ACK, qp->rx.nxt, now);
 	p.pmtu_shift = mrc_seg_shift_max(qp->mdev);
+	p.ack.max_dgram = mrc_qp_dgram_max(qp);
 	p.ack.syndrome = syndrome;
 	/* an ACK names only a duplicate's PSN there */
 	p.ack.nak_psn = syndrome != MRC_SYN_ACK || (flags & MRC_ACKF_DUP) ?
@@ -51,7 +52,7 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 	}
 	p.ack.sack_words = mrc_rx_sack(&qp->rx, p.ack.sack,
 				       MRC_ACK_MAX_SACKW);
-	hlen = mrc_wire_hdr_len(MRC_OP_ACK, p.ack.sack_words);
+	hlen = mrc_wire_hdr_len(MRC_OP_ACK, 0, p.ack.sack_words);
 	p.hdr_len = hlen;
 	mrc_ackc_sent(&qp->ackc);
 	qp->ack_now = false;
@@ -663,7 +664,7 @@ static bool mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 {
 	u32 seg = 1u << e->shift;
 	u32 pay = min(e->len - e->done, seg);
-	u32 hlen = mrc_wire_hdr_len(MRC_OP_READ_RESP, 0);
+	u32 hlen = mrc_wire_hdr_len(MRC_OP_READ_RESP, 0, 0);
 	struct sk_buff *skb;
 	struct mrc_pkt p;
 
@@ -690,7 +691,7 @@ static bool mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 
 static bool mrc_emit_atomic(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 {
-	u32 hlen = mrc_wire_hdr_len(MRC_OP_ATOMIC_RESP, 0);
+	u32 hlen = mrc_wire_hdr_len(MRC_OP_ATOMIC_RESP, 0, 0);
 	struct sk_buff *skb;
 	struct mrc_pkt p;
 

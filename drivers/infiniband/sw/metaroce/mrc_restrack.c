@@ -33,7 +33,7 @@ static int mrc_res_put(struct sk_buff *msg, const struct mrc_res_u32 *v,
 	return 0;
 }
 
-#define MRC_RES_MAX	32
+#define MRC_RES_MAX	40
 
 struct mrc_res_list {
 	struct mrc_res_u32 v[MRC_RES_MAX];
@@ -73,10 +73,14 @@ int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 		mrc_res_add(&l, "cwnd", qp->cc.cwnd >> 8);	/* packets */
 		mrc_res_add(&l, "win_max", qp->win_max);
 		mrc_res_add(&l, "peer_credit", qp->credit);
-		/* segment sizes in bytes: the path MTU's, the peer's largest */
+		/*
+		 * the path MTU's segment, the peer's largest READ segment and
+		 * largest datagram (SEND and WRITE segments fill it), in bytes
+		 */
 		mrc_res_add(&l, "seg_path", 1u << qp->pmtu_shift);
 		mrc_res_add(&l, "seg_peer_max",
 			    qp->peer_seg_shift ? 1u << qp->peer_seg_shift : 0);
+		mrc_res_add(&l, "peer_dgram", qp->peer_dgram);
 		mrc_res_add(&l, "srtt_us", qp->tx.rtt.srtt);
 		mrc_res_add(&l, "rto_us", qp->tx.rtt.rto);
 		mrc_res_add(&l, "rto_backoff", qp->tx.rtt.backoff);

@@ -315,7 +315,7 @@ static int mrc_ud_build(struct mrc_qp *qp, u32 idx, struct sk_buff_head *q,
 	const u8 *data = shadow + sizeof(*w);
 	/* the largest datagram: the port's active MTU */
 	u8 shift = mrc_seg_shift_fit(mdev, MRC_PMTU_IB_SHIFT);
-	u32 hlen = mrc_wire_hdr_len(MRC_OP_UD_SEND, 0);
+	u32 hlen = mrc_wire_hdr_len(MRC_OP_UD_SEND, 0, 0);
 	struct mrc_ud_cb cb = {};
 	struct sk_buff *skb;
 	struct mrc_pkt p;

@@ -41,6 +41,15 @@ u8 mrc_seg_shift_max(struct mrc_dev *mdev)
 				 MRC_PMTU_MAX_SHIFT : MRC_PMTU_IB_SHIFT);
 }
 
+/* the largest datagram (UDP payload) a QP's packets may be on the netdev */
+u32 mrc_qp_dgram_max(const struct mrc_qp *qp)
+{
+	int room = (int)READ_ONCE(qp->mdev->ndev->mtu) - 8 -
+		   (qp->is_ipv6 ? 40 : 20);
+
+	return clamp(room, 0, (int)U16_MAX);
+}
+
 static enum ib_mtu mrc_active_mtu(struct mrc_dev *mdev)
 {
 	int pay = mrc_mtu_payload(mdev);

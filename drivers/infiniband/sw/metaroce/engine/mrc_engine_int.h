@@ -22,6 +22,7 @@
 #endif
 
 #define MRC_S32_MAX	0x7fffffffu
+#define MRC_U16_MAX	0xffffu
 #define MRC_U32_MAX	0xffffffffu
 
 static inline u16 mrc_get_be16(const u8 *p)

@@ -6,21 +6,26 @@
  * every field and the rest of the driver relies on that.  Rules not spelt
  * out in mrc_wire.h:
  *
- * - Byte 0: the high nibble is the version (not 1: BAD_VERSION); the low
+ * - Byte 0: the high nibble is the version (not 2: BAD_VERSION); the low
  *   nibble is reserved (not 0: BAD_FIELD).
- * - pmtu_shift: every request and response names its message's segment
- *   size, 8..13 (13: jumbo segments; a UD_SEND 8..12).  An ACK belongs to
- *   no message: it advertises the largest segment its sender takes, 8..13,
- *   or 0 for none said.  Anything else is BAD_PMTU.
+ * - pmtu_shift: every packet but SEND and WRITE (which have no such
+ *   field) names its message's segment size, 8..13 (13: jumbo segments;
+ *   a UD_SEND 8..12).  An ACK belongs to no message: it advertises the
+ *   largest READ response segment its sender takes, 8..13, or 0 for none
+ *   said.  Anything else is BAD_PMTU.
  * - Flags: SEND takes ACKREQ, SOLICITED, RETX, LAST, IMM, INV; WRITE the
  *   same without INV, and SOLICITED only together with IMM; READ_REQ and
  *   the atomics ACKREQ and RETX; responses RETX only; an ACK none; UD_SEND
  *   SOLICITED and IMM.  IMM and INV exclude each other.  Without IMM or INV
  *   the imm field is reserved.
- * - Segmentation (SEND, WRITE, READ_RESP): a packet starts on a segment
- *   boundary of the message; every packet but the one that ends the
- *   message carries exactly one full segment (else BAD_PAY_LEN).  SEND and
- *   WRITE mark that final packet LAST, and only it.
+ * - SEND and WRITE: the header length follows from the opcode and the
+ *   IMM and INV flags.  The payload is the rest of the datagram; only the
+ *   LAST packet may be empty (else BAD_PAY_LEN), and a SEND must end
+ *   within MRC_MAX_MSG_LEN, a WRITE with IMM be no longer (BAD_LENGTH).
+ *   Segment sizes are the sender's choice: each packet says where it goes.
+ * - READ_RESP: a packet starts on a segment boundary of the READ; every
+ *   packet but the one that ends it carries exactly one full segment
+ *   (else BAD_PAY_LEN).
  * - READ_REQ asks for msg_len bytes from offset (a segment boundary) of a
  *   READ no longer than MRC_MAX_MSG_LEN: offset + msg_len <= that limit.
  * - Atomics: va 8-byte aligned, the compare field of FETCH_ADD zero.
@@ -29,8 +34,9 @@
  *   are not sequenced).  The Q_Key is carried as is: the receiving QP
  *   decides whether it matches.
  * - ACK: known syndrome, RNR timer code < 32, ACK flags in MRC_ACKF_ALL,
- *   the 8 reserved bytes zero.  The credit field is carried as is: any
- *   value is a valid grant.
+ *   the 6 reserved bytes zero.  The credit and datagram size fields are
+ *   carried as is: any credit is a valid grant, and the requester never
+ *   sends less than its path MTU's segments whatever the size says.
  *
  * Length and offset problems return BAD_LENGTH; a payload length that
  * disagrees with the datagram, the opcode or the segment size BAD_PAY_LEN.
@@ -42,11 +48,22 @@
 #define MRC_QPN_MASK	0x00ffffffu
 #define MRC_RNRT_MAX	31
 
-u32 mrc_wire_hdr_len(u8 opcode, u8 sack_words)
+/**
+ * mrc_wire_hdr_len() - header length of a packet.
+ * @opcode: enum mrc_opcode.
+ * @flags: MRC_F_* (SEND and WRITE headers grow with IMM or INV).
+ * @sack_words: an ACK's SACK word count.
+ *
+ * Return: bytes, or 0 for an unknown opcode or too many SACK words.
+ */
+u32 mrc_wire_hdr_len(u8 opcode, u8 flags, u8 sack_words)
 {
 	switch (opcode) {
 	case MRC_OP_SEND:
+		return MRC_SEND_LEN +
+		       (flags & (MRC_F_IMM | MRC_F_INV) ? 4 : 0);
 	case MRC_OP_WRITE:
+		return MRC_WRITE_LEN + (flags & MRC_F_IMM ? 12 : 0);
 	case MRC_OP_READ_REQ:
 		return MRC_BTH_LEN + MRC_REQ_LEN;
 	case MRC_OP_ATOMIC_CS:
@@ -103,7 +120,7 @@ static int mrc_wire_check_flags(u8 opcode, u8 flags)
 	return 0;
 }
 
-/* segment rules shared by SEND, WRITE and READ_RESP data packets */
+/* segment rules of READ_RESP packets */
 static int mrc_wire_check_seg(u32 offset, u32 pay_len, u32 msg_len, u8 shift)
 {
 	u32 seg = 1u << shift;
@@ -120,11 +137,9 @@ static int mrc_wire_check_seg(u32 offset, u32 pay_len, u32 msg_len, u8 shift)
 	return 0;
 }
 
-static int mrc_wire_parse_req(const u8 *e, struct mrc_pkt *p)
+static int mrc_wire_parse_read_req(const u8 *e, struct mrc_pkt *p)
 {
 	u32 seg = 1u << p->pmtu_shift;
-	bool last = p->flags & MRC_F_LAST;
-	int err;
 
 	p->req.va = mrc_get_be64(e + MRC_REQ_OFF_VA);
 	p->req.rkey = mrc_get_be32(e + MRC_REQ_OFF_RKEY);
@@ -135,27 +150,40 @@ static int mrc_wire_parse_req(const u8 *e, struct mrc_pkt *p)
 
 	if (mrc_get_be32(e + MRC_REQ_OFF_RSVD))
 		return -MRC_DROP_BAD_FIELD;
-	if (!(p->flags & (MRC_F_IMM | MRC_F_INV)) && p->req.imm)
+	if (p->req.imm)		/* READ_REQ takes neither IMM nor INV */
 		return -MRC_DROP_BAD_FIELD;
+	if (p->pay_len)
+		return -MRC_DROP_BAD_PAY_LEN;
+	if (p->req.offset & (seg - 1))
+		return -MRC_DROP_BAD_LENGTH;
+	if ((u64)p->req.offset + p->req.msg_len > MRC_MAX_MSG_LEN)
+		return -MRC_DROP_BAD_LENGTH;
+	return 0;
+}
 
-	if (p->opcode == MRC_OP_READ_REQ) {
-		if (p->pay_len)
-			return -MRC_DROP_BAD_PAY_LEN;
-		if (p->req.offset & (seg - 1))
+/* SEND and WRITE: the data header after the common 20 bytes */
+static int mrc_wire_parse_data(const u8 *b, struct mrc_pkt *p)
+{
+	if (!p->pay_len && !(p->flags & MRC_F_LAST))
+		return -MRC_DROP_BAD_PAY_LEN;
+	if (p->opcode == MRC_OP_SEND) {
+		p->req.rmsn = mrc_get_be32(b + MRC_SEND_OFF_RMSN);
+		p->req.offset = mrc_get_be32(b + MRC_SEND_OFF_OFFSET);
+		if (p->flags & (MRC_F_IMM | MRC_F_INV))
+			p->req.imm = mrc_get_be32(b + MRC_SEND_OFF_IMM);
+		if ((u64)p->req.offset + p->pay_len > MRC_MAX_MSG_LEN)
 			return -MRC_DROP_BAD_LENGTH;
-		if ((u64)p->req.offset + p->req.msg_len > MRC_MAX_MSG_LEN)
-			return -MRC_DROP_BAD_LENGTH;
+		p->req.msg_len = p->req.offset + p->pay_len;
 		return 0;
 	}
-
-	if (p->pay_len > seg)
-		return -MRC_DROP_BAD_PAY_LEN;
-	err = mrc_wire_check_seg(p->req.offset, p->pay_len, p->req.msg_len,
-				 p->pmtu_shift);
-	if (err)
-		return err;
-	/* LAST marks exactly the packet that ends the message */
-	if (last != ((u64)p->req.offset + p->pay_len == p->req.msg_len))
+	p->req.rkey = mrc_get_be32(b + MRC_WRITE_OFF_RKEY);
+	p->req.va = mrc_get_be64(b + MRC_WRITE_OFF_VA);
+	if (!(p->flags & MRC_F_IMM))
+		return 0;
+	p->req.rmsn = mrc_get_be32(b + MRC_WRITE_OFF_RMSN);
+	p->req.msg_len = mrc_get_be32(b + MRC_WRITE_OFF_MSGLEN);
+	p->req.imm = mrc_get_be32(b + MRC_WRITE_OFF_IMM);
+	if (p->req.msg_len > MRC_MAX_MSG_LEN || p->pay_len > p->req.msg_len)
 		return -MRC_DROP_BAD_LENGTH;
 	return 0;
 }
@@ -217,6 +245,7 @@ static int mrc_wire_parse_ack(const u8 *e, struct mrc_pkt *p)
 	p->ack.ce_count = mrc_get_be16(e + MRC_ACK_OFF_CECNT);
 	p->ack.entropy = mrc_get_be16(e + MRC_ACK_OFF_ENTROPY);
 	p->ack.credit = mrc_get_be32(e + MRC_ACK_OFF_CREDIT);
+	p->ack.max_dgram = mrc_get_be16(e + MRC_ACK_OFF_DGRAM);
 	for (i = 0; i < p->ack.sack_words; i++)
 		p->ack.sack[i] = mrc_get_be64(e + MRC_ACK_OFF_SACK + 8 * i);
 
@@ -228,7 +257,8 @@ static int mrc_wire_parse_ack(const u8 *e, struct mrc_pkt *p)
 		return -MRC_DROP_BAD_FIELD;
 	if (p->ack.flags & ~MRC_ACKF_ALL)
 		return -MRC_DROP_BAD_FIELD;
-	if (mrc_get_be64(e + MRC_ACK_OFF_RSVD))
+	if (mrc_get_be16(e + MRC_ACK_OFF_RSVD) ||
+	    mrc_get_be32(e + MRC_ACK_OFF_RSVD + 2))
 		return -MRC_DROP_BAD_FIELD;
 	return 0;
 }
@@ -246,11 +276,12 @@ int mrc_wire_parse(const void *buf, u32 len, struct mrc_pkt *p)
 	const u8 *b = buf;
 	const u8 *e = b + MRC_BTH_LEN;
 	u8 sack_words = 0;
+	bool data;
 	u32 hdr_len;
 	int err;
 
 	memset(p, 0, sizeof(*p));
-	if (len < MRC_BTH_LEN)
+	if (len < MRC_DATA_COMMON_LEN)
 		return -MRC_DROP_TRUNCATED;
 	if (b[MRC_BTH_OFF_VER] >> 4 != MRC_WIRE_VERSION)
 		return -MRC_DROP_BAD_VERSION;
@@ -258,6 +289,16 @@ int mrc_wire_parse(const void *buf, u32 len, struct mrc_pkt *p)
 		return -MRC_DROP_BAD_FIELD;
 
 	p->opcode = b[MRC_BTH_OFF_OPCODE];
+	p->flags = b[MRC_BTH_OFF_FLAGS];
+	if (!mrc_wire_hdr_len(p->opcode, 0, 0))
+		return -MRC_DROP_BAD_OPCODE;
+	data = p->opcode == MRC_OP_SEND || p->opcode == MRC_OP_WRITE;
+	if (!data && len < MRC_BTH_LEN)
+		return -MRC_DROP_TRUNCATED;
+	/* the header length depends on the flags: check them first */
+	err = mrc_wire_check_flags(p->opcode, p->flags);
+	if (err)
+		return err;
 	if (p->opcode == MRC_OP_ACK) {
 		if (len < MRC_BTH_LEN + MRC_ACK_OFF_SACKW + 1)
 			return -MRC_DROP_TRUNCATED;
@@ -265,30 +306,31 @@ int mrc_wire_parse(const void *buf, u32 len, struct mrc_pkt *p)
 		if (sack_words > MRC_ACK_MAX_SACKW)
 			return -MRC_DROP_BAD_SACK;
 	}
-	hdr_len = mrc_wire_hdr_len(p->opcode, sack_words);
-	if (!hdr_len)
-		return -MRC_DROP_BAD_OPCODE;
+	hdr_len = mrc_wire_hdr_len(p->opcode, p->flags, sack_words);
 	if (b[MRC_BTH_OFF_HDRW] * 4u != hdr_len)
 		return -MRC_DROP_BAD_HDR_LEN;
 	if (hdr_len > len)
 		return -MRC_DROP_TRUNCATED;
 
 	p->hdr_len = hdr_len;
-	p->flags = b[MRC_BTH_OFF_FLAGS];
 	p->dqpn = mrc_get_be32(b + MRC_BTH_OFF_DQPN);
 	p->sqpn = mrc_get_be32(b + MRC_BTH_OFF_SQPN);
 	p->psn = mrc_get_be32(b + MRC_BTH_OFF_PSN);
 	p->tsval = mrc_get_be32(b + MRC_BTH_OFF_TSVAL);
+	if ((p->dqpn | p->sqpn) & ~MRC_QPN_MASK)
+		return -MRC_DROP_BAD_FIELD;
+	if (data) {
+		/* a UDP datagram is under 64 KiB, so is its payload */
+		if (len - hdr_len > MRC_U16_MAX)
+			return -MRC_DROP_BAD_PAY_LEN;
+		p->pay_len = len - hdr_len;
+		return mrc_wire_parse_data(b, p);
+	}
 	p->pay_len = mrc_get_be16(b + MRC_BTH_OFF_PAYLEN);
 	p->pmtu_shift = b[MRC_BTH_OFF_PMTU];
 
 	if (p->pay_len != len - hdr_len)
 		return -MRC_DROP_BAD_PAY_LEN;
-	err = mrc_wire_check_flags(p->opcode, p->flags);
-	if (err)
-		return err;
-	if ((p->dqpn | p->sqpn) & ~MRC_QPN_MASK)
-		return -MRC_DROP_BAD_FIELD;
 	if (b[MRC_BTH_OFF_RSVD])
 		return -MRC_DROP_BAD_FIELD;
 	/* an ACK may leave its segment advertisement out; datagrams are IB-sized */
@@ -299,10 +341,8 @@ int mrc_wire_parse(const void *buf, u32 len, struct mrc_pkt *p)
 		return -MRC_DROP_BAD_PMTU;
 
 	switch (p->opcode) {
-	case MRC_OP_SEND:
-	case MRC_OP_WRITE:
 	case MRC_OP_READ_REQ:
-		return mrc_wire_parse_req(e, p);
+		return mrc_wire_parse_read_req(e, p);
 	case MRC_OP_ATOMIC_CS:
 	case MRC_OP_ATOMIC_FA:
 		return mrc_wire_parse_atomic(e, p);
@@ -321,12 +361,14 @@ int mrc_wire_parse(const void *buf, u32 len, struct mrc_pkt *p)
 /**
  * mrc_wire_build() - write the headers for @p.
  * @buf: room for mrc_wire_hdr_len() bytes (at most 88).
- * @p: the header; @p->hdr_len is ignored (it follows from the opcode).
+ * @p: the header; @p->hdr_len is ignored (it follows from the opcode and
+ *	flags).
  *
  * Reserved fields are written as zero, so are the imm field of a packet
  * without IMM or INV (UD_SEND: without IMM) and the compare field of
- * FETCH_ADD.  Nothing else is
- * checked: the caller builds valid headers.
+ * FETCH_ADD.  A SEND or WRITE header leaves out the fields its flags do
+ * not call for, and the payload length (the datagram gives it).  Nothing
+ * else is checked: the caller builds valid headers.
  *
  * Return: header bytes written, 0 for an unknown opcode or too many SACK
  * words (nothing written).
@@ -334,7 +376,7 @@ int mrc_wire_parse(const void *buf, u32 len, struct mrc_pkt *p)
 u32 mrc_wire_build(void *buf, const struct mrc_pkt *p)
 {
 	u8 sack_words = p->opcode == MRC_OP_ACK ? p->ack.sack_words : 0;
-	u32 hdr_len = mrc_wire_hdr_len(p->opcode, sack_words);
+	u32 hdr_len = mrc_wire_hdr_len(p->opcode, p->flags, sack_words);
 	u8 *b = buf;
 	u8 *e = b + MRC_BTH_LEN;
 	u32 i;
@@ -350,20 +392,36 @@ u32 mrc_wire_build(void *buf, const struct mrc_pkt *p)
 	mrc_put_be32(b + MRC_BTH_OFF_SQPN, p->sqpn);
 	mrc_put_be32(b + MRC_BTH_OFF_PSN, p->psn);
 	mrc_put_be32(b + MRC_BTH_OFF_TSVAL, p->tsval);
+
+	switch (p->opcode) {
+	case MRC_OP_SEND:
+		mrc_put_be32(b + MRC_SEND_OFF_RMSN, p->req.rmsn);
+		mrc_put_be32(b + MRC_SEND_OFF_OFFSET, p->req.offset);
+		if (p->flags & (MRC_F_IMM | MRC_F_INV))
+			mrc_put_be32(b + MRC_SEND_OFF_IMM, p->req.imm);
+		return hdr_len;
+	case MRC_OP_WRITE:
+		mrc_put_be32(b + MRC_WRITE_OFF_RKEY, p->req.rkey);
+		mrc_put_be64(b + MRC_WRITE_OFF_VA, p->req.va);
+		if (p->flags & MRC_F_IMM) {
+			mrc_put_be32(b + MRC_WRITE_OFF_RMSN, p->req.rmsn);
+			mrc_put_be32(b + MRC_WRITE_OFF_MSGLEN, p->req.msg_len);
+			mrc_put_be32(b + MRC_WRITE_OFF_IMM, p->req.imm);
+		}
+		return hdr_len;
+	default:
+		break;
+	}
 	mrc_put_be16(b + MRC_BTH_OFF_PAYLEN, p->pay_len);
 	b[MRC_BTH_OFF_PMTU] = p->pmtu_shift;
 
 	switch (p->opcode) {
-	case MRC_OP_SEND:
-	case MRC_OP_WRITE:
 	case MRC_OP_READ_REQ:
 		mrc_put_be64(e + MRC_REQ_OFF_VA, p->req.va);
 		mrc_put_be32(e + MRC_REQ_OFF_RKEY, p->req.rkey);
 		mrc_put_be32(e + MRC_REQ_OFF_MSGLEN, p->req.msg_len);
 		mrc_put_be32(e + MRC_REQ_OFF_OFFSET, p->req.offset);
 		mrc_put_be32(e + MRC_REQ_OFF_RMSN, p->req.rmsn);
-		if (p->flags & (MRC_F_IMM | MRC_F_INV))
-			mrc_put_be32(e + MRC_REQ_OFF_IMM, p->req.imm);
 		break;
 	case MRC_OP_ATOMIC_CS:
 	case MRC_OP_ATOMIC_FA:
@@ -397,6 +455,7 @@ u32 mrc_wire_build(void *buf, const struct mrc_pkt *p)
 		mrc_put_be16(e + MRC_ACK_OFF_CECNT, p->ack.ce_count);
 		mrc_put_be16(e + MRC_ACK_OFF_ENTROPY, p->ack.entropy);
 		mrc_put_be32(e + MRC_ACK_OFF_CREDIT, p->ack.credit);
+		mrc_put_be16(e + MRC_ACK_OFF_DGRAM, p->ack.max_dgram);
 		for (i = 0; i < sack_words; i++)
 			mrc_put_be64(e + MRC_ACK_OFF_SACK + 8 * i,
 				     p->ack.sack[i]);

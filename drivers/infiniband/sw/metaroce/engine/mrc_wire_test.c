@@ -29,6 +29,7 @@ enum mrc_wt_kind {
 	MW_ACKF,
 	MW_RNRT,
 	MW_SACKW,	/* ack.sack_words (valid counts only: build refuses > 4) */
+	MW_DGRAM,	/* ack.max_dgram */
 	MW_BYTE,	/* after build: buf[off] = val */
 	MW_LEN,		/* after build: datagram length = val */
 	MW_LENADD,	/* after build: datagram length += (s32)val */
@@ -61,6 +62,7 @@ static void mrc_wt_base(struct mrc_pkt *p, u8 op)
 	case MRC_OP_SEND:	/* last packet, with immediate */
 		p->flags = MRC_F_LAST | MRC_F_IMM | MRC_F_SOLICITED |
 			   MRC_F_ACKREQ;
+		p->pmtu_shift = 0;
 		p->pay_len = 1808;
 		p->req.msg_len = 10000;
 		p->req.offset = 8192;
@@ -68,12 +70,12 @@ static void mrc_wt_base(struct mrc_pkt *p, u8 op)
 		p->req.imm = 0xcafef00d;
 		break;
 	case MRC_OP_WRITE:	/* a middle packet */
-		p->pmtu_shift = 10;
-		p->pay_len = 1024;
+		p->pmtu_shift = 0;
+		p->pay_len = 1440;
 		p->req.va = 0x1122334455667788ull;
 		p->req.rkey = 0xdeadbeef;
 		p->req.msg_len = 5000;
-		p->req.offset = 1024;
+		p->req.offset = 1440;
 		p->req.rmsn = 0xffffffff;
 		break;
 	case MRC_OP_READ_REQ:
@@ -122,6 +124,7 @@ static void mrc_wt_base(struct mrc_pkt *p, u8 op)
 		p->ack.delay = 17;
 		p->ack.ce_count = 0xffff;
 		p->ack.entropy = 49152;
+		p->ack.max_dgram = 1472;
 		p->ack.sack[0] = 0x8000000000000001ull;
 		p->ack.sack[1] = 0x5;
 		break;
@@ -191,6 +194,9 @@ static void mrc_wt_apply(struct mrc_pkt *p, const struct mrc_wt_mut *m)
 	case MW_SACKW:
 		p->ack.sack_words = m->val;
 		break;
+	case MW_DGRAM:
+		p->ack.max_dgram = m->val;
+		break;
 	}
 }
 
@@ -208,10 +214,25 @@ static u32 mrc_wt_make(struct kunit *test, const struct mrc_wt_case *c,
 		p->req.imm = 0;
 	if (p->opcode == MRC_OP_UD_SEND && !(p->flags & MRC_F_IMM))
 		p->ud.imm = 0;
+	/* what the data header does not carry, as parse fills it in */
+	if (p->opcode == MRC_OP_SEND) {
+		p->pmtu_shift = 0;
+		p->req.va = 0;
+		p->req.rkey = 0;
+		p->req.msg_len = p->req.offset + p->pay_len;
+	}
+	if (p->opcode == MRC_OP_WRITE) {
+		p->pmtu_shift = 0;
+		p->req.offset = 0;
+		if (!(p->flags & MRC_F_IMM)) {
+			p->req.rmsn = 0;
+			p->req.msg_len = 0;
+		}
+	}
 	hl = mrc_wire_build(buf, p);
 	KUNIT_ASSERT_NE(test, hl, 0);
 	i = p->opcode == MRC_OP_ACK ? p->ack.sack_words : 0;
-	KUNIT_ASSERT_EQ(test, hl, mrc_wire_hdr_len(p->opcode, i));
+	KUNIT_ASSERT_EQ(test, hl, mrc_wire_hdr_len(p->opcode, p->flags, i));
 	p->hdr_len = hl;
 	for (i = 0; i < p->pay_len; i++)
 		buf[hl + i] = (u8)(i * 7 + 1);
@@ -283,6 +304,7 @@ static void mrc_wt_expect_same(struct kunit *test, const struct mrc_pkt *a,
 		KUNIT_EXPECT_EQ(test, a->ack.ce_count, b->ack.ce_count);
 		KUNIT_EXPECT_EQ(test, a->ack.entropy, b->ack.entropy);
 		KUNIT_EXPECT_EQ(test, a->ack.credit, b->ack.credit);
+		KUNIT_EXPECT_EQ(test, a->ack.max_dgram, b->ack.max_dgram);
 		for (i = 0; i < a->ack.sack_words; i++)
 			KUNIT_EXPECT_EQ(test, a->ack.sack[i], b->ack.sack[i]);
 		break;
@@ -310,25 +332,34 @@ static const struct mrc_wt_case mrc_wt_good[] = {
 	{ "nak_rem_op", MRC_OP_ACK, { M(MW_SYN, MRC_SYN_REM_OP) } },
 	{ "send_inv", MRC_OP_SEND,
 	  { M(MW_FLAGS, MRC_F_LAST | MRC_F_INV | MRC_F_SOLICITED) } },
-	{ "send_zero_length", MRC_OP_SEND,
-	  { M(MW_MSGLEN, 0), M(MW_OFFSET, 0), M(MW_PAY, 0) } },
+	{ "send_zero_length", MRC_OP_SEND, { M(MW_OFFSET, 0), M(MW_PAY, 0) } },
 	{ "send_first_of_many", MRC_OP_SEND,
 	  { M(MW_FLAGS, MRC_F_ACKREQ), M(MW_OFFSET, 0), M(MW_PAY, 4096) } },
-	{ "send_full_last_segment", MRC_OP_SEND,
-	  { M(MW_MSGLEN, 8192), M(MW_OFFSET, 4096), M(MW_PAY, 4096) } },
+	{ "send_middle_no_imm", MRC_OP_SEND,
+	  { M(MW_FLAGS, 0), M(MW_OFFSET, 3 * 1444), M(MW_PAY, 1444) } },
+	{ "send_ordered_retx", MRC_OP_SEND,
+	  { M(MW_FLAGS, MRC_F_ORDERED | MRC_F_RETX | MRC_F_LAST) } },
+	{ "send_end_at_max", MRC_OP_SEND,
+	  { M(MW_OFFSET, MRC_MAX_MSG_LEN - 1808) } },
+	{ "send_pay_65000", MRC_OP_SEND, { M(MW_PAY, 65000) } },
 	{ "write_last_imm_solicited", MRC_OP_WRITE,
 	  { M(MW_FLAGS, MRC_F_LAST | MRC_F_IMM | MRC_F_SOLICITED),
-	    M(MW_OFFSET, 4096), M(MW_PAY, 904) } },
-	{ "write_max_message_end", MRC_OP_WRITE,
-	  { M(MW_FLAGS, MRC_F_LAST), M(MW_MSGLEN, MRC_MAX_MSG_LEN),
-	    M(MW_OFFSET, MRC_MAX_MSG_LEN - 1024) } },
-	{ "write_jumbo_8192", MRC_OP_WRITE,
-	  { M(MW_PMTU, 13), M(MW_MSGLEN, 24576), M(MW_OFFSET, 8192),
-	    M(MW_PAY, 8192) } },
+	    M(MW_PAY, 904) } },
+	{ "write_imm_middle", MRC_OP_WRITE, { M(MW_FLAGS, MRC_F_IMM) } },
+	{ "write_imm_max_length", MRC_OP_WRITE,
+	  { M(MW_FLAGS, MRC_F_LAST | MRC_F_IMM),
+	    M(MW_MSGLEN, MRC_MAX_MSG_LEN) } },
+	{ "write_imm_zero_length", MRC_OP_WRITE,
+	  { M(MW_FLAGS, MRC_F_LAST | MRC_F_IMM), M(MW_MSGLEN, 0),
+	    M(MW_PAY, 0) } },
+	{ "write_zero_length", MRC_OP_WRITE,
+	  { M(MW_FLAGS, MRC_F_LAST | MRC_F_ACKREQ), M(MW_PAY, 0) } },
+	{ "write_8192", MRC_OP_WRITE, { M(MW_PAY, 8192) } },
+	{ "write_odd_segment", MRC_OP_WRITE, { M(MW_PAY, 1437) } },
 	{ "ack_seg_advert_13", MRC_OP_ACK, { M(MW_PMTU, 13) } },
 	{ "ack_seg_advert_8", MRC_OP_ACK, { M(MW_PMTU, 8) } },
-	{ "write_pmtu_256", MRC_OP_WRITE,
-	  { M(MW_PMTU, 8), M(MW_PAY, 256), M(MW_OFFSET, 256) } },
+	{ "ack_dgram_unsaid", MRC_OP_ACK, { M(MW_DGRAM, 0) } },
+	{ "ack_dgram_max", MRC_OP_ACK, { M(MW_DGRAM, 0xffff) } },
 	{ "read_req_to_max", MRC_OP_READ_REQ,
 	  { M(MW_OFFSET, MRC_MAX_MSG_LEN - 4096), M(MW_MSGLEN, 4096) } },
 	{ "read_req_zero_length", MRC_OP_READ_REQ,
@@ -402,9 +433,16 @@ static const struct mrc_wt_case mrc_wt_bad[] = {
 	{ "resp_ext_cut", MRC_OP_ATOMIC_RESP, { M(MW_LEN, 31) }, E(TRUNCATED) },
 	/* version byte */
 	{ "version_0", MRC_OP_SEND, { MB(0, 0x00) }, E(BAD_VERSION) },
-	{ "version_2", MRC_OP_SEND, { MB(0, 0x20) }, E(BAD_VERSION) },
+	{ "version_1", MRC_OP_SEND, { MB(0, 0x10) }, E(BAD_VERSION) },
+	{ "version_1_ack", MRC_OP_ACK, { MB(0, 0x10) }, E(BAD_VERSION) },
+	{ "version_3", MRC_OP_WRITE, { MB(0, 0x30) }, E(BAD_VERSION) },
 	{ "version_15", MRC_OP_ACK, { MB(0, 0xf0) }, E(BAD_VERSION) },
-	{ "version_low_nibble", MRC_OP_SEND, { MB(0, 0x11) }, E(BAD_FIELD) },
+	{ "version_low_nibble", MRC_OP_SEND, { MB(0, 0x21) }, E(BAD_FIELD) },
+	{ "data_common_cut", MRC_OP_WRITE, { M(MW_LEN, 19) }, E(TRUNCATED) },
+	{ "send_ext_cut", MRC_OP_SEND, { M(MW_FLAGS, 0), M(MW_PAY, 0),
+	  M(MW_LEN, 27) }, E(TRUNCATED) },
+	{ "write_imm_ext_cut", MRC_OP_WRITE, { M(MW_FLAGS, MRC_F_IMM),
+	  M(MW_LEN, 43) }, E(TRUNCATED) },
 	/* opcode */
 	{ "opcode_0", MRC_OP_SEND, { MB(1, 0x00) }, E(BAD_OPCODE) },
 	{ "opcode_7", MRC_OP_SEND, { MB(1, 0x07) }, E(BAD_OPCODE) },
@@ -412,8 +450,13 @@ static const struct mrc_wt_case mrc_wt_bad[] = {
 	{ "opcode_0xff", MRC_OP_ACK, { MB(1, 0xff) }, E(BAD_OPCODE) },
 	/* header length */
 	{ "hdrw_0", MRC_OP_SEND, { MB(3, 0) }, E(BAD_HDR_LEN) },
-	{ "hdrw_short", MRC_OP_SEND, { MB(3, 13) }, E(BAD_HDR_LEN) },
-	{ "hdrw_long", MRC_OP_SEND, { MB(3, 15) }, E(BAD_HDR_LEN) },
+	{ "hdrw_short", MRC_OP_SEND, { MB(3, 7) }, E(BAD_HDR_LEN) },
+	{ "hdrw_long", MRC_OP_SEND, { MB(3, 9) }, E(BAD_HDR_LEN) },
+	{ "hdrw_v1_request", MRC_OP_WRITE, { MB(3, 14) }, E(BAD_HDR_LEN) },
+	{ "hdrw_write_imm_unflagged", MRC_OP_WRITE, { MB(3, 11) },
+	  E(BAD_HDR_LEN) },
+	{ "hdrw_send_inv_unflagged", MRC_OP_SEND, { M(MW_FLAGS, MRC_F_LAST),
+	  MB(3, 8) }, E(BAD_HDR_LEN) },
 	{ "hdrw_255", MRC_OP_READ_RESP, { MB(3, 255) }, E(BAD_HDR_LEN) },
 	{ "hdrw_other_opcode", MRC_OP_ATOMIC_RESP, { MB(3, 14) }, E(BAD_HDR_LEN) },
 	{ "ack_hdrw_vs_sack_count", MRC_OP_ACK, { MB(ACKX + 1, 1) },
@@ -422,12 +465,14 @@ static const struct mrc_wt_case mrc_wt_bad[] = {
 	{ "ack_5_sack_words", MRC_OP_ACK, { MB(ACKX + 1, 5) }, E(BAD_SACK) },
 	{ "ack_255_sack_words", MRC_OP_ACK, { MB(ACKX + 1, 255) }, E(BAD_SACK) },
 	/* payload length */
-	{ "pay_len_field_small", MRC_OP_SEND, { M(MW_LENADD, 1) },
+	{ "pay_len_field_small", MRC_OP_READ_RESP, { M(MW_LENADD, 1) },
 	  E(BAD_PAY_LEN) },
-	{ "pay_len_field_large", MRC_OP_WRITE, { MB(21, 0x01) },
+	{ "pay_len_field_large", MRC_OP_READ_RESP, { MB(21, 0x01) },
 	  E(BAD_PAY_LEN) },
-	{ "datagram_beyond_64k", MRC_OP_WRITE,
-	  { M(MW_PAY, 70000 & 0xffff), M(MW_LEN, 56 + 70000) }, E(BAD_PAY_LEN) },
+	{ "datagram_beyond_64k", MRC_OP_READ_RESP,
+	  { M(MW_PAY, 70000 & 0xffff), M(MW_LEN, 32 + 70000) }, E(BAD_PAY_LEN) },
+	{ "data_beyond_64k", MRC_OP_WRITE, { M(MW_LEN, 32 + 65536) },
+	  E(BAD_PAY_LEN) },
 	{ "ack_with_payload", MRC_OP_ACK, { M(MW_PAY, 4) }, E(BAD_PAY_LEN) },
 	{ "read_req_with_payload", MRC_OP_READ_REQ, { M(MW_PAY, 8) },
 	  E(BAD_PAY_LEN) },
@@ -435,12 +480,10 @@ static const struct mrc_wt_case mrc_wt_bad[] = {
 	  E(BAD_PAY_LEN) },
 	{ "atomic_resp_with_payload", MRC_OP_ATOMIC_RESP, { M(MW_PAY, 1) },
 	  E(BAD_PAY_LEN) },
-	{ "send_above_segment", MRC_OP_SEND,
-	  { M(MW_PMTU, 8), M(MW_OFFSET, 0), M(MW_PAY, 257) }, E(BAD_PAY_LEN) },
-	{ "write_middle_short", MRC_OP_WRITE, { M(MW_PAY, 1023) },
-	  E(BAD_PAY_LEN) },
 	{ "write_middle_empty", MRC_OP_WRITE, { M(MW_PAY, 0) },
 	  E(BAD_PAY_LEN) },
+	{ "send_middle_empty", MRC_OP_SEND, { M(MW_FLAGS, MRC_F_IMM),
+	  M(MW_PAY, 0) }, E(BAD_PAY_LEN) },
 	{ "read_resp_above_segment", MRC_OP_READ_RESP,
 	  { M(MW_OFFSET, 0), M(MW_PAY, 513) }, E(BAD_PAY_LEN) },
 	{ "read_resp_middle_short", MRC_OP_READ_RESP,
@@ -475,55 +518,51 @@ static const struct mrc_wt_case mrc_wt_bad[] = {
 	  E(BAD_FIELD) },
 	{ "ack_retx", MRC_OP_ACK, { M(MW_FLAGS, MRC_F_RETX) }, E(BAD_FIELD) },
 	{ "ack_ackreq", MRC_OP_ACK, { M(MW_FLAGS, MRC_F_ACKREQ) }, E(BAD_FIELD) },
-	{ "imm_without_flag", MRC_OP_WRITE, { MB(REQX + MRC_REQ_OFF_IMM + 3, 1) },
-	  E(BAD_FIELD) },
+	{ "imm_without_flag", MRC_OP_READ_REQ,
+	  { MB(REQX + MRC_REQ_OFF_IMM + 3, 1) }, E(BAD_FIELD) },
 	/* QPNs */
 	{ "dqpn_25_bits", MRC_OP_SEND, { M(MW_DQPN, 0x1000000) }, E(BAD_FIELD) },
 	{ "sqpn_top_bit", MRC_OP_ACK, { M(MW_SQPN, 0x80000000) }, E(BAD_FIELD) },
+	{ "write_sqpn_top_byte", MRC_OP_WRITE, { MB(8, 0x01) }, E(BAD_FIELD) },
+	{ "send_dqpn_top_byte", MRC_OP_SEND, { MB(4, 0x80) }, E(BAD_FIELD) },
 	/* reserved */
-	{ "base_reserved", MRC_OP_SEND, { MB(23, 1) }, E(BAD_FIELD) },
+	{ "base_reserved", MRC_OP_READ_REQ, { MB(23, 1) }, E(BAD_FIELD) },
 	{ "req_reserved", MRC_OP_READ_REQ, { MB(REQX + MRC_REQ_OFF_RSVD, 0x80) },
 	  E(BAD_FIELD) },
-	{ "req_reserved_low", MRC_OP_SEND,
+	{ "req_reserved_low", MRC_OP_READ_REQ,
 	  { MB(REQX + MRC_REQ_OFF_RSVD + 3, 1) }, E(BAD_FIELD) },
 	{ "atomic_reserved", MRC_OP_ATOMIC_CS,
 	  { MB(MRC_BTH_LEN + MRC_ATOMIC_OFF_RSVD + 2, 4) }, E(BAD_FIELD) },
 	{ "ack_reserved_first", MRC_OP_ACK, { MB(ACKX + MRC_ACK_OFF_RSVD, 1) },
 	  E(BAD_FIELD) },
 	{ "ack_reserved_last", MRC_OP_ACK,
-	  { MB(ACKX + MRC_ACK_OFF_RSVD + 7, 0x80) }, E(BAD_FIELD) },
+	  { MB(ACKX + MRC_ACK_OFF_RSVD + 5, 0x80) }, E(BAD_FIELD) },
+	{ "ack_reserved_second", MRC_OP_ACK,
+	  { MB(ACKX + MRC_ACK_OFF_RSVD + 1, 0x01) }, E(BAD_FIELD) },
 	/* pmtu */
-	{ "pmtu_0", MRC_OP_WRITE, { M(MW_PMTU, 0) }, E(BAD_PMTU) },
+	{ "pmtu_0", MRC_OP_READ_RESP, { M(MW_PMTU, 0) }, E(BAD_PMTU) },
 	{ "pmtu_7", MRC_OP_READ_REQ, { M(MW_PMTU, 7) }, E(BAD_PMTU) },
-	{ "pmtu_14", MRC_OP_SEND, { M(MW_PMTU, 14) }, E(BAD_PMTU) },
+	{ "pmtu_14", MRC_OP_READ_REQ, { M(MW_PMTU, 14) }, E(BAD_PMTU) },
 	{ "pmtu_atomic_0", MRC_OP_ATOMIC_FA, { M(MW_PMTU, 0) }, E(BAD_PMTU) },
 	{ "pmtu_ack_7", MRC_OP_ACK, { M(MW_PMTU, 7) }, E(BAD_PMTU) },
 	{ "pmtu_ack_14", MRC_OP_ACK, { M(MW_PMTU, 14) }, E(BAD_PMTU) },
-	{ "pmtu_jumbo_above_seg", MRC_OP_WRITE,
+	{ "pmtu_jumbo_above_seg", MRC_OP_READ_RESP,
 	  { M(MW_PMTU, 13), M(MW_MSGLEN, 16384), M(MW_OFFSET, 0),
 	    M(MW_PAY, 8193) }, E(BAD_PAY_LEN) },
 	/* offsets and lengths */
-	{ "msg_len_above_max", MRC_OP_WRITE,
-	  { M(MW_MSGLEN, MRC_MAX_MSG_LEN + 1) }, E(BAD_LENGTH) },
-	{ "offset_misaligned", MRC_OP_WRITE, { M(MW_OFFSET, 1025) },
-	  E(BAD_LENGTH) },
-	{ "offset_beyond_message", MRC_OP_WRITE, { M(MW_OFFSET, 5120) },
-	  E(BAD_LENGTH) },
+	{ "write_imm_above_max", MRC_OP_WRITE,
+	  { M(MW_FLAGS, MRC_F_LAST | MRC_F_IMM),
+	    M(MW_MSGLEN, MRC_MAX_MSG_LEN + 1) }, E(BAD_LENGTH) },
+	{ "write_imm_pay_above_length", MRC_OP_WRITE,
+	  { M(MW_FLAGS, MRC_F_LAST | MRC_F_IMM), M(MW_MSGLEN, 100),
+	    M(MW_PAY, 101) }, E(BAD_LENGTH) },
+	{ "send_end_past_max", MRC_OP_SEND,
+	  { M(MW_OFFSET, MRC_MAX_MSG_LEN - 1807) }, E(BAD_LENGTH) },
 	{ "offset_u32_wrap", MRC_OP_SEND,
-	  { M(MW_MSGLEN, MRC_MAX_MSG_LEN), M(MW_OFFSET, 0xfffff000),
-	    M(MW_PAY, 4096) }, E(BAD_LENGTH) },
-	{ "last_before_end", MRC_OP_SEND, { M(MW_MSGLEN, 12289), M(MW_PAY, 4096) },
-	  E(BAD_LENGTH) },
-	{ "last_short_before_end", MRC_OP_SEND, { M(MW_MSGLEN, 10001) },
-	  E(BAD_PAY_LEN) },
-	{ "last_past_end", MRC_OP_SEND, { M(MW_MSGLEN, 9999) }, E(BAD_LENGTH) },
-	{ "end_without_last", MRC_OP_WRITE, { M(MW_MSGLEN, 2048) },
-	  E(BAD_LENGTH) },
+	  { M(MW_OFFSET, 0xfffff000), M(MW_PAY, 4096) }, E(BAD_LENGTH) },
 	{ "zero_length_without_last", MRC_OP_SEND,
-	  { M(MW_FLAGS, 0), M(MW_MSGLEN, 0), M(MW_OFFSET, 0), M(MW_PAY, 0) },
-	  E(BAD_LENGTH) },
-	{ "payload_in_zero_length", MRC_OP_SEND,
-	  { M(MW_MSGLEN, 0), M(MW_OFFSET, 0), M(MW_PAY, 1) }, E(BAD_LENGTH) },
+	  { M(MW_FLAGS, 0), M(MW_OFFSET, 0), M(MW_PAY, 0) },
+	  E(BAD_PAY_LEN) },
 	{ "read_req_above_max", MRC_OP_READ_REQ,
 	  { M(MW_OFFSET, 0), M(MW_MSGLEN, MRC_MAX_MSG_LEN + 1) }, E(BAD_LENGTH) },
 	{ "read_req_end_above_max", MRC_OP_READ_REQ,
@@ -557,8 +596,11 @@ static const struct mrc_wt_case mrc_wt_bad[] = {
 	{ "ud_ext_cut", MRC_OP_UD_SEND, { M(MW_LEN, 31) }, E(TRUNCATED) },
 	{ "ud_hdrw_long", MRC_OP_UD_SEND, { MB(3, 9) }, E(BAD_HDR_LEN) },
 	{ "ud_hdrw_as_request", MRC_OP_UD_SEND, { MB(3, 14) }, E(BAD_HDR_LEN) },
-	{ "ud_send_as_ud", MRC_OP_SEND, { MB(1, MRC_OP_UD_SEND) },
+	{ "ud_read_req_as_ud", MRC_OP_READ_REQ,
+	  { M(MW_FLAGS, 0), MB(1, MRC_OP_UD_SEND) },
 	  E(BAD_HDR_LEN) },
+	{ "ud_write_as_ud", MRC_OP_WRITE, { MB(1, MRC_OP_UD_SEND) },
+	  E(BAD_PAY_LEN) },
 	{ "ud_pay_len_field", MRC_OP_UD_SEND, { M(MW_LENADD, 1) },
 	  E(BAD_PAY_LEN) },
 	{ "ud_above_mtu", MRC_OP_UD_SEND, { M(MW_PMTU, 8), M(MW_PAY, 257) },
@@ -610,7 +652,10 @@ static void mrc_wire_reject(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mrc_wire_parse(buf, len, got), c->err);
 }
 
-/* every prefix of a valid packet is refused, never read past */
+/*
+ * every prefix of a valid packet is refused, never read past; except that
+ * a SEND or WRITE header followed by less payload is a shorter packet
+ */
 static void mrc_wire_every_truncation(struct kunit *test)
 {
 	static const u8 ops[] = {
@@ -630,12 +675,18 @@ static void mrc_wire_every_truncation(struct kunit *test)
 		hl = mrc_wire_build(buf, p);
 		total = hl + p->pay_len;
 		for (len = 0; len < total; len++) {
+			bool data = ops[i] == MRC_OP_SEND || ops[i] == MRC_OP_WRITE;
+			bool last = buf[MRC_BTH_OFF_FLAGS] & MRC_F_LAST;
+
 			err = mrc_wire_parse(buf, len, p);
-			KUNIT_EXPECT_NE(test, err, 0);
 			if (len < hl)
 				KUNIT_EXPECT_EQ(test, err, E(TRUNCATED));
-			else
+			else if (!data || (len == hl && !last))
 				KUNIT_EXPECT_EQ(test, err, E(BAD_PAY_LEN));
+			else
+				KUNIT_EXPECT_EQ(test, err, 0);
+			if (!err)
+				KUNIT_EXPECT_EQ(test, (u32)p->pay_len, len - hl);
 		}
 	}
 }
@@ -644,17 +695,26 @@ static void mrc_wire_hdr_lengths(struct kunit *test)
 {
 	u32 op, w;
 
-	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_SEND, 0), 56u);
-	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_WRITE, 3), 56u);
-	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_READ_REQ, 0), 56u);
-	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_ATOMIC_CS, 0), 56u);
-	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_ATOMIC_FA, 0), 56u);
-	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_READ_RESP, 0), 32u);
-	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_ATOMIC_RESP, 0), 32u);
-	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_UD_SEND, 0), 32u);
+	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_SEND, 0, 0), 28u);
+	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_SEND, MRC_F_LAST, 0), 28u);
+	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_SEND, MRC_F_IMM, 0), 32u);
+	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_SEND, MRC_F_INV, 0), 32u);
+	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_WRITE, 0, 3), 32u);
+	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_WRITE, MRC_F_IMM, 0), 44u);
+	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_READ_REQ, MRC_F_IMM, 0),
+			56u);
+	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_ATOMIC_CS, 0, 0), 56u);
+	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_ATOMIC_FA, 0, 0), 56u);
+	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_READ_RESP, 0, 0), 32u);
+	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_ATOMIC_RESP, 0, 0), 32u);
+	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_UD_SEND, MRC_F_IMM, 0),
+			32u);
 	for (w = 0; w <= MRC_ACK_MAX_SACKW; w++)
-		KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_ACK, w), 56 + 8 * w);
-	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_ACK, 5), 0u);
+		KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_ACK, 0, w),
+				56 + 8 * w);
+	KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(MRC_OP_ACK, 0, 5), 0u);
+	KUNIT_EXPECT_LE(test, mrc_wire_hdr_len(MRC_OP_WRITE, MRC_F_IMM, 0),
+			(u32)MRC_DATA_MAX_LEN);
 	/* unknown opcodes */
 	for (op = 0; op < 256; op++) {
 		switch (op) {
@@ -662,13 +722,15 @@ static void mrc_wire_hdr_lengths(struct kunit *test)
 		case MRC_OP_READ_RESP:
 		case MRC_OP_ATOMIC_RESP:
 		case MRC_OP_ACK:
-			KUNIT_EXPECT_NE(test, mrc_wire_hdr_len(op, 0), 0u);
+			KUNIT_EXPECT_NE(test, mrc_wire_hdr_len(op, 0, 0), 0u);
 			break;
 		default:
-			KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(op, 0), 0u);
+			KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(op, 0, 0), 0u);
 		}
 		/* every header is a whole number of words */
-		KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(op, 1) % 4, 0u);
+		KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(op, 0, 1) % 4, 0u);
+		KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(op, MRC_F_IMM, 1) % 4, 0u);
+		KUNIT_EXPECT_EQ(test, mrc_wire_hdr_len(op, MRC_F_INV, 1) % 4, 0u);
 	}
 }
 
@@ -682,19 +744,30 @@ static void mrc_wire_build_zeroes(struct kunit *test)
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, p);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, buf);
 
-	/* imm not written without IMM/INV; reserved words zero */
+	/* a WRITE without IMM: no RMSN, length or imm; nothing past 32 */
 	mrc_wt_base(p, MRC_OP_WRITE);
 	p->req.imm = 0xffffffff;
 	memset(buf, 0xff, 128);
 	hl = mrc_wire_build(buf, p);
+	KUNIT_ASSERT_EQ(test, hl, 32u);
+	KUNIT_EXPECT_EQ(test, buf[0], 0x20);
+	KUNIT_EXPECT_EQ(test, buf[3], 8);
+	KUNIT_EXPECT_EQ(test, buf[32], 0xff);	/* nothing past the header */
+	KUNIT_EXPECT_EQ(test, mrc_wire_parse(buf, hl + p->pay_len, p), 0);
+	KUNIT_EXPECT_EQ(test, p->req.rmsn, 0u);
+	KUNIT_EXPECT_EQ(test, p->req.imm, 0u);
+
+	/* READ_REQ: imm and reserved words zero */
+	mrc_wt_base(p, MRC_OP_READ_REQ);
+	p->req.imm = 0xffffffff;
+	memset(buf, 0xff, 128);
+	hl = mrc_wire_build(buf, p);
 	KUNIT_ASSERT_EQ(test, hl, 56u);
-	KUNIT_EXPECT_EQ(test, buf[0], 0x10);
-	KUNIT_EXPECT_EQ(test, buf[3], 14);
 	KUNIT_EXPECT_EQ(test, buf[23], 0);
 	for (i = 0; i < 8; i++)
 		KUNIT_EXPECT_EQ(test, buf[REQX + MRC_REQ_OFF_IMM + i], 0);
-	KUNIT_EXPECT_EQ(test, buf[56], 0xff);	/* nothing past the header */
-	KUNIT_EXPECT_EQ(test, mrc_wire_parse(buf, hl + p->pay_len, p), 0);
+	KUNIT_EXPECT_EQ(test, buf[56], 0xff);
+	KUNIT_EXPECT_EQ(test, mrc_wire_parse(buf, hl, p), 0);
 
 	/* FETCH_ADD's compare is written as zero */
 	mrc_wt_base(p, MRC_OP_ATOMIC_FA);
@@ -715,8 +788,10 @@ static void mrc_wire_build_zeroes(struct kunit *test)
 	memset(buf, 0xff, 128);
 	hl = mrc_wire_build(buf, p);
 	KUNIT_ASSERT_EQ(test, hl, 72u);
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < 6; i++)
 		KUNIT_EXPECT_EQ(test, buf[ACKX + MRC_ACK_OFF_RSVD + i], 0);
+	KUNIT_EXPECT_EQ(test, buf[ACKX + MRC_ACK_OFF_DGRAM], 1472 >> 8);
+	KUNIT_EXPECT_EQ(test, buf[ACKX + MRC_ACK_OFF_DGRAM + 1], 1472 & 0xff);
 	KUNIT_EXPECT_EQ(test, buf[72], 0xff);
 	KUNIT_EXPECT_EQ(test, buf[ACKX + MRC_ACK_OFF_SACK + 7], 0x01);
 	KUNIT_EXPECT_EQ(test, buf[ACKX + MRC_ACK_OFF_SACK], 0x80);
@@ -734,7 +809,7 @@ static void mrc_wire_build_zeroes(struct kunit *test)
 static void mrc_wire_byte_order(struct kunit *test)
 {
 	static const u8 want[MRC_BTH_LEN] = {
-		0x10, MRC_OP_ATOMIC_RESP, MRC_F_RETX, 8,
+		0x20, MRC_OP_ATOMIC_RESP, MRC_F_RETX, 8,
 		0x00, 0x12, 0x34, 0x56,  0x00, 0xab, 0xcd, 0xef,
 		0xfe, 0xdc, 0xba, 0x98,  0x01, 0x02, 0x03, 0x04,
 		0x00, 0x00, 12, 0x00,
@@ -759,7 +834,7 @@ static void mrc_wire_byte_order(struct kunit *test)
 static void mrc_wire_ud_layout(struct kunit *test)
 {
 	static const u8 want[MRC_BTH_LEN + MRC_UD_LEN] = {
-		0x10, MRC_OP_UD_SEND, MRC_F_SOLICITED | MRC_F_IMM, 8,
+		0x20, MRC_OP_UD_SEND, MRC_F_SOLICITED | MRC_F_IMM, 8,
 		0x00, 0x00, 0x00, 0x01,  0x00, 0x00, 0x12, 0x34,
 		0x00, 0x00, 0x00, 0x00,  0x0a, 0x0b, 0x0c, 0x0d,
 		0x01, 0x00, 10, 0x00,
@@ -787,6 +862,65 @@ static void mrc_wire_ud_layout(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, buf[32], 0xff);
 }
 
+/* the data headers, byte by byte (as in the protocol document) */
+static void mrc_wire_data_layout(struct kunit *test)
+{
+	static const u8 send[32] = {
+		0x20, MRC_OP_SEND, MRC_F_LAST | MRC_F_INV, 8,
+		0x00, 0x12, 0x34, 0x56,  0x00, 0xab, 0xcd, 0xef,
+		0x00, 0x00, 0x10, 0x00,  0x0a, 0x0b, 0x0c, 0x0d,
+		0x00, 0x00, 0x00, 0x07,  0x00, 0x00, 0x2d, 0x28,
+		0x00, 0x00, 0x05, 0x43,
+	};
+	static const u8 write[44] = {
+		0x20, MRC_OP_WRITE, MRC_F_LAST | MRC_F_IMM | MRC_F_ACKREQ, 11,
+		0x00, 0x12, 0x34, 0x56,  0x00, 0xab, 0xcd, 0xef,
+		0x00, 0x00, 0x10, 0x00,  0x0a, 0x0b, 0x0c, 0x0d,
+		0xde, 0xad, 0xbe, 0xef,
+		0x11, 0x22, 0x33, 0x44,  0x55, 0x66, 0x77, 0x88,
+		0x00, 0x00, 0x00, 0x09,  0x00, 0x01, 0x00, 0x00,
+		0xca, 0xfe, 0xf0, 0x0d,
+	};
+	struct mrc_pkt *p = kunit_kzalloc(test, sizeof(*p), GFP_KERNEL);
+	u8 *buf = kunit_kzalloc(test, MRC_WT_BUF, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, p);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, buf);
+	/* the last 100 bytes of an 11660-byte SEND, invalidating key 0x543 */
+	mrc_wt_base(p, MRC_OP_SEND);
+	p->flags = MRC_F_LAST | MRC_F_INV;
+	p->psn = 0x1000;
+	p->tsval = 0x0a0b0c0d;
+	p->req.offset = 11560;
+	p->req.imm = 0x543;
+	memset(buf, 0xff, 64);
+	KUNIT_ASSERT_EQ(test, mrc_wire_build(buf, p), 32u);
+	KUNIT_EXPECT_EQ(test, memcmp(buf, send, sizeof(send)), 0);
+	KUNIT_EXPECT_EQ(test, buf[32], 0xff);
+	KUNIT_ASSERT_EQ(test, mrc_wire_parse(buf, 32 + 100, p), 0);
+	KUNIT_EXPECT_EQ(test, p->pay_len, 100);
+	KUNIT_EXPECT_EQ(test, p->req.msg_len, 11660u);
+	KUNIT_EXPECT_EQ(test, p->req.rmsn, 7u);
+
+	/* the last packet of a 65536-byte WRITE with immediate */
+	mrc_wt_base(p, MRC_OP_WRITE);
+	p->flags = MRC_F_LAST | MRC_F_IMM | MRC_F_ACKREQ;
+	p->psn = 0x1000;
+	p->tsval = 0x0a0b0c0d;
+	p->req.rmsn = 9;
+	p->req.msg_len = 65536;
+	p->req.imm = 0xcafef00d;
+	memset(buf, 0xff, 64);
+	KUNIT_ASSERT_EQ(test, mrc_wire_build(buf, p), 44u);
+	KUNIT_EXPECT_EQ(test, memcmp(buf, write, sizeof(write)), 0);
+	KUNIT_EXPECT_EQ(test, buf[44], 0xff);
+	KUNIT_ASSERT_EQ(test, mrc_wire_parse(buf, 44 + 736, p), 0);
+	KUNIT_EXPECT_EQ(test, p->pay_len, 736);
+	KUNIT_EXPECT_EQ(test, p->req.va, 0x1122334455667788ull);
+	KUNIT_EXPECT_EQ(test, p->req.offset, 0u);
+	KUNIT_EXPECT_EQ(test, p->pmtu_shift, 0);
+}
+
 static struct kunit_case mrc_wire_cases[] = {
 	KUNIT_CASE_PARAM(mrc_wire_roundtrip, mrc_wt_good_gen_params),
 	KUNIT_CASE_PARAM(mrc_wire_reject, mrc_wt_bad_gen_params),
@@ -795,6 +929,7 @@ static struct kunit_case mrc_wire_cases[] = {
 	KUNIT_CASE(mrc_wire_build_zeroes),
 	KUNIT_CASE(mrc_wire_byte_order),
 	KUNIT_CASE(mrc_wire_ud_layout),
+	KUNIT_CASE(mrc_wire_data_layout),
 	{}
 };
 
