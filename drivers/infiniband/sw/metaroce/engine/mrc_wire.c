@@ -13,11 +13,13 @@
  *   a UD_SEND 8..12).  An ACK belongs to no message: it advertises the
  *   largest READ response segment its sender takes, 8..13, or 0 for none
  *   said.  Anything else is BAD_PMTU.
- * - Flags: SEND takes ACKREQ, SOLICITED, RETX, LAST, IMM, INV; WRITE the
- *   same without INV, and SOLICITED only together with IMM; READ_REQ and
- *   the atomics ACKREQ and RETX; responses RETX only; an ACK none; UD_SEND
- *   SOLICITED and IMM.  IMM and INV exclude each other.  Without IMM or INV
- *   the imm field is reserved.
+ * - Flags: SEND takes ACKREQ, SOLICITED, RETX, LAST, IMM, INV, ORDERED;
+ *   WRITE the same without INV, and SOLICITED only together with IMM;
+ *   READ_REQ ACKREQ, RETX and LAST; the atomics ACKREQ and RETX;
+ *   responses RETX only; an ACK none; UD_SEND SOLICITED and IMM.  IMM and
+ *   INV exclude each other.  They are checked before the header length,
+ *   which depends on them.  READ_REQ's imm field is reserved; a SEND or
+ *   WRITE has one only with IMM (or INV).
  * - SEND and WRITE: the header length follows from the opcode and the
  *   IMM and INV flags.  The payload is the rest of the datagram; only the
  *   LAST packet may be empty (else BAD_PAY_LEN), and a SEND must end
