@@ -169,69 +169,60 @@ lcase "0 % loss, hostA->hostB sends/writes" - - zero -- \
 lcase "0 % loss, both directions, all ops, 1 MiB" - - report -- \
 	-q 4 -s 1M -n 120
 
-# --- jumbo segments --------------------------------------------------------------
-# On 9000-byte netdevs a QP at path MTU 4096 sends 8 KiB segments once the
-# peer's ACKs advertise them (module parameter jumbo, default Y); jumbo=N
-# keeps the 4 KiB segments of the path MTU. Judged by hostA's mean packet
-# (metaroce header + payload) over WRITEs and SENDs of up to 256 KiB.
-jumbo_case() { # VAL MIN MAX
-	local val=$1 lo=$2 hi=$3 rc=0 cs ss tx txb mean
+# --- segment sizes ------------------------------------------------------------------
+# IP fragments host $1 has created so far
+frags() { in_host "$1" awk '$1 == "Ip:" && !h { for (i = 1; i <= NF; i++) c[$i] = i; h = 1; next }
+	$1 == "Ip:" { print $c["FragCreates"] }' /proc/net/snmp; }
+# seg_case VAL LO HI LOG WHAT RC_VERIFY_ARGS...: one mrc_verify run with the
+# module parameter jumbo at VAL; the data must verify and hostA's mean
+# packet (metaroce header + payload) lie within LO..HI; IP must create
+# no fragments.
+seg_case() {
+	local val=$1 lo=$2 hi=$3 log=$4 what=$5 rc=0 cs ss tx txb mean f0 f1
+	shift 5
 	rc_param jumbo "$val"
 	rc_snap a0 "$RC_DEV_A"
-	rc_verify --timeout 120 --log /tmp/jumbo --dir c2s --ops=send,write -q 1 -s 256K -n 100 || rc=$?
+	f0=$(frags "$TOPO_A")
+	rc_verify --timeout 120 --log "$log" "$@" || rc=$?
+	f1=$(frags "$TOPO_A")
 	rc_snap a1 "$RC_DEV_A"
 	rc_param jumbo Y
-	cs=$(rc_result /tmp/jumbo.cli status) ss=$(rc_result /tmp/jumbo.srv status)
+	cs=$(rc_result "$log.cli" status) ss=$(rc_result "$log.srv" status)
 	tx=$(rc_delta a0 a1 tx_packets) txb=$(rc_delta a0 a1 tx_bytes)
 	mean=$((txb / (tx ? tx : 1)))
 	if [ "$rc" -eq 0 ] && [ "$cs" = PASS ] && [ "$ss" = PASS ]; then
-		t_ok "jumbo=$val: data verified ($(rc_result /tmp/jumbo.cli ops) ops)"
+		t_ok "$what: data verified ($(rc_result "$log.cli" ops) ops)"
 	else
-		t_fail "jumbo=$val: data verified" "exit $rc, client ${cs:-no result}, server ${ss:-no result}" \
-			"$(grep -h -E 'ERROR|FATAL' /tmp/jumbo.cli /tmp/jumbo.srv | head -n 8)"
+		t_fail "$what: data verified" "exit $rc, client ${cs:-no result}, server ${ss:-no result}" \
+			"$(grep -h -E 'ERROR|FATAL' "$log.cli" "$log.srv" | head -n 8)"
 	fi
-	if [ "$mean" -ge "$lo" ] && [ "$mean" -le "$hi" ]; then
-		t_ok "jumbo=$val: hostA's mean packet $mean B ($tx packets), within $lo..$hi"
+	if [ "$mean" -ge "$lo" ] && [ "$mean" -le "$hi" ] && [ "$f1" -eq "$f0" ]; then
+		t_ok "$what: hostA's mean packet $mean B ($tx packets), within $lo..$hi; no IP fragments"
 	else
-		t_fail "jumbo=$val: hostA's mean packet within $lo..$hi" "$mean B ($txb bytes in $tx packets)"
+		t_fail "$what: hostA's mean packet within $lo..$hi, no IP fragments" \
+			"$mean B ($txb bytes in $tx packets), fragments created $((f1 - f0))"
 	fi
+}
+
+# Jumbo segments: on 9000-byte netdevs a QP at path MTU 4096 sends 8 KiB
+# segments once the peer's ACKs advertise them (module parameter jumbo,
+# default Y); jumbo=N keeps the 4 KiB segments of the path MTU.  WRITEs
+# and SENDs of up to 256 KiB.
+jumbo_case() { # VAL MIN MAX
+	seg_case "$1" "$2" "$3" /tmp/jumbo "jumbo=$1" --dir c2s --ops=send,write -q 1 -s 256K -n 100
 }
 jumbo_case Y 5000 8248
 jumbo_case N 1000 4152
 
-# --- segments that fill a 1500-byte MTU ----------------------------------------------
-# At MTU 1500 the path MTU is 1024; a QP fills its 1472-byte datagrams
-# (1440-byte WRITE and 1444-byte SEND segments, 1428 and 1440 with
-# immediate data) once the peer's ACKs give its datagram limit, and IP
-# never fragments them.  jumbo=N keeps the path MTU's 1024-byte segments,
+# Segments that fill a 1500-byte MTU: the path MTU is 1024 there; a QP
+# fills its 1472-byte datagrams (1440-byte WRITE and 1444-byte SEND
+# segments, 1428 and 1440 with immediate data) once the peer's ACKs give
+# its datagram limit.  jumbo=N keeps the path MTU's 1024-byte segments,
 # so hostA's mean packet is at most 1068 B; with jumbo=Y it is well above
 # (the first messages go before an ACK, and message ends are short).
-frags() { in_host "$1" awk '$1 == "Ip:" && !h { for (i = 1; i <= NF; i++) c[$i] = i; h = 1; next }
-	$1 == "Ip:" { print $c["FragCreates"] }' /proc/net/snmp; }
 fill_case() { # VAL MIN MAX
-	local val=$1 lo=$2 hi=$3 rc=0 cs ss tx txb mean f0 f1
-	rc_param jumbo "$val"
-	rc_snap a0 "$RC_DEV_A"
-	f0=$(frags "$TOPO_A")
-	rc_verify --timeout 120 --log /tmp/fill "$DATA_OPS" --dir c2s -q 1 -s 100000 -n 100 || rc=$?
-	f1=$(frags "$TOPO_A")
-	rc_snap a1 "$RC_DEV_A"
-	rc_param jumbo Y
-	cs=$(rc_result /tmp/fill.cli status) ss=$(rc_result /tmp/fill.srv status)
-	tx=$(rc_delta a0 a1 tx_packets) txb=$(rc_delta a0 a1 tx_bytes)
-	mean=$((txb / (tx ? tx : 1)))
-	if [ "$rc" -eq 0 ] && [ "$cs" = PASS ] && [ "$ss" = PASS ]; then
-		t_ok "MTU 1500, jumbo=$val: send, send_imm, write, write_imm of 100000 B verified ($(rc_result /tmp/fill.cli ops) ops)"
-	else
-		t_fail "MTU 1500, jumbo=$val: data verified" "exit $rc, client ${cs:-no result}, server ${ss:-no result}" \
-			"$(grep -h -E 'ERROR|FATAL' /tmp/fill.cli /tmp/fill.srv | head -n 8)"
-	fi
-	if [ "$mean" -ge "$lo" ] && [ "$mean" -le "$hi" ] && [ "$f1" -eq "$f0" ]; then
-		t_ok "MTU 1500, jumbo=$val: hostA's mean packet $mean B ($tx packets), within $lo..$hi; no IP fragments"
-	else
-		t_fail "MTU 1500, jumbo=$val: hostA's mean packet within $lo..$hi, no IP fragments" \
-			"$mean B ($txb bytes in $tx packets), fragments created $((f1 - f0))"
-	fi
+	seg_case "$1" "$2" "$3" /tmp/fill "MTU 1500, jumbo=$1: send, send_imm, write, write_imm of 100000 B" \
+		"$DATA_OPS" --dir c2s -q 1 -s 100000 -n 100
 }
 for h in "$TOPO_A" "$TOPO_B"; do in_host "$h" ip link set dev "$TOPO_DEV" mtu 1500; done
 fill_case Y 1150 1472
