@@ -132,6 +132,8 @@ enum mrc_opcode {
 #define MRC_ACK_OFF_RSVD	26	/* 6 bytes, zero */
 #define MRC_ACK_OFF_SACK	32	/* be64 words */
 #define MRC_ACK_MAX_SACKW	4	/* 256 PSNs beyond the cumulative ACK */
+/* the longest header of any packet: an ACK with every SACK word */
+#define MRC_HDR_MAX_LEN		(MRC_BTH_LEN + MRC_ACK_LEN + 8 * MRC_ACK_MAX_SACKW)
 
 #define MRC_ACKF_CE		0x01	/* the trigger packet was CE marked */
 #define MRC_ACKF_DUP		0x02	/* the trigger packet was a duplicate */

@@ -74,6 +74,7 @@ extern bool mrc_ordered;
 extern bool mrc_cc_ecn;
 extern bool mrc_credits;
 extern bool mrc_jumbo;
+extern bool mrc_tx_zcopy;
 extern unsigned int mrc_credit_target_us;
 extern unsigned int mrc_credit_epoch_us;
 extern bool mrc_credit_ecn;
@@ -127,6 +128,7 @@ enum mrc_stat {
 	MRC_ST_CREDIT_GAP,
 	MRC_ST_ORDERED_DISCARDS,
 	MRC_ST_WRITE_OVERLAP_CUTS,
+	MRC_ST_TX_ZCOPY,
 	MRC_ST_PATH_SLOT0,	/* MRC_PATH_SLOTS counters follow */
 	MRC_ST_DROP_BASE = MRC_ST_PATH_SLOT0 + 8,	/* MRC_DROP_NR - 1 counters follow */
 	MRC_ST_NR = MRC_ST_DROP_BASE + MRC_DROP_NR - 1
@@ -554,6 +556,19 @@ int mrc_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int mrc_cq_post(struct mrc_cq *cq, const struct metaroce_cqe *cqe,
 		bool solicited);
 
+/**
+ * struct mrc_buf - the other end of a copy into or out of registered
+ * memory (mrc_mr.c).
+ * @p: a kernel buffer, when @skb is NULL; advanced as bytes move.
+ * @skb: a received packet, read from @off on (copies into MRs only).
+ * @off: offset in @skb, advanced likewise.
+ */
+struct mrc_buf {
+	void *p;
+	const struct sk_buff *skb;
+	u32 off;
+};
+
 /* mrc_mr.c */
 struct ib_mr *mrc_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *mrc_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
@@ -562,12 +577,22 @@ int mrc_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct mrc_mr *mrc_mr_get(struct mrc_dev *mdev, u32 key);
 void mrc_mr_put(struct mrc_mr *mr);
 int mrc_mr_copy(struct mrc_mr *mr, u64 va, void *buf, u32 len, bool to_mr);
+int mrc_mr_copy_skb(struct mrc_mr *mr, u64 va, const struct sk_buff *skb,
+		    u32 off, u32 len);
+int mrc_mr_attach_skb(struct mrc_mr *mr, u64 va, struct sk_buff *skb,
+		      u32 len);
 int mrc_mr_atomic(struct mrc_mr *mr, u64 va, bool cas, u64 swap_add,
 		  u64 compare, u64 *orig);
 u32 mrc_access_to_mrc(int ib_access);
 int mrc_sge_copy(struct mrc_dev *mdev, struct mrc_pd *pd,
 		 const struct metaroce_sge *sge, u32 nsge, u32 offset,
 		 void *buf, u32 len, bool to_mr, u32 need);
+int mrc_sge_copy_skb(struct mrc_dev *mdev, struct mrc_pd *pd,
+		     const struct metaroce_sge *sge, u32 nsge, u32 offset,
+		     const struct sk_buff *skb, u32 off, u32 len);
+int mrc_sge_attach_skb(struct mrc_dev *mdev, struct mrc_pd *pd,
+		       const struct metaroce_sge *sge, u32 nsge, u32 offset,
+		       struct sk_buff *skb, u32 len);
 
 /* mrc_qp.c */
 int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -604,14 +629,14 @@ void mrc_tx_timer_update(struct mrc_qp *qp);
 void mrc_req_set_rto_max(struct mrc_qp *qp);
 void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p);
 void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
-		      const void *payload);
+		      const struct sk_buff *skb);
 void mrc_sq_complete(struct mrc_qp *qp);
 void mrc_flush_sq(struct mrc_qp *qp, u8 first_status);
 void mrc_flush_rq(struct mrc_qp *qp);
 
 /* mrc_resp.c: responder (receive engine) */
 void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
-		  const void *payload, u16 sport, bool ce);
+		  const struct sk_buff *skb, u16 sport, bool ce);
 enum hrtimer_restart mrc_ack_timer_fn(struct hrtimer *t);
 bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget, u32 now);
 bool mrc_resp_pending(const struct mrc_qp *qp);
@@ -627,6 +652,7 @@ void mrc_net_exit(void);
 int mrc_net_attach(struct mrc_dev *mdev);
 void mrc_net_detach(struct mrc_dev *mdev);
 struct sk_buff *mrc_skb_alloc(struct mrc_qp *qp, u32 hdr_len, u32 pay_len);
+bool mrc_skb_zcopy(u32 pay_len);
 void mrc_xmit(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
 int mrc_wqe_put_data(struct mrc_qp *qp, struct metaroce_send_wqe *w,
 		     const struct ib_send_wr *wr);

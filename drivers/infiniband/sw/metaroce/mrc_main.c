@@ -94,6 +94,10 @@ unsigned int mrc_credit_epoch_us = 2000;
 module_param_named(credit_epoch_us, mrc_credit_epoch_us, uint, 0644);
 MODULE_PARM_DESC(credit_epoch_us, "How often the credit pool and the count of active senders are updated, in microseconds (default 2000), read at link add");
 
+bool mrc_tx_zcopy = true;
+module_param_named(tx_zcopy, mrc_tx_zcopy, bool, 0644);
+MODULE_PARM_DESC(tx_zcopy, "SEND, WRITE and READ response packets of 1024 bytes or more reference the pages of user MRs instead of copying them (default on; off: every payload is copied into the packet)");
+
 struct workqueue_struct *mrc_wq;
 
 struct mrc_dev *mrc_dev_from_netdev(struct net_device *ndev)

@@ -182,21 +182,36 @@ void mrc_mr_put(struct mrc_mr *mr)
 		complete(&mr->done);
 }
 
+/* move @n bytes between @b and @k, and advance @b */
+static void mrc_buf_xfer(struct mrc_buf *b, void *k, u32 n, bool to_mr)
+{
+	if (b->skb) {
+		/* the caller checked the range against the packet's length */
+		if (to_mr)
+			skb_copy_bits(b->skb, b->off, k, n);
+		b->off += n;
+		return;
+	}
+	if (to_mr)
+		memcpy(k, b->p, n);
+	else
+		memcpy(b->p, k, n);
+	b->p += n;
+}
+
 /*
- * Copy between @buf and [@va, @va + @len) of @mr.  The caller checked the
+ * Copy between @b and [@va, @va + @len) of @mr.  The caller checked the
  * range against mr->region.
  */
-int mrc_mr_copy(struct mrc_mr *mr, u64 va, void *buf, u32 len, bool to_mr)
+static int mrc_mr_xfer(struct mrc_mr *mr, u64 va, struct mrc_buf *b, u32 len,
+		       bool to_mr)
 {
 	if (!len)
 		return 0;
+	if (b->skb && !to_mr)
+		return -EINVAL;	/* a received packet is only read */
 	if (mr->type == MRC_MR_DMA) {
-		void *p = (void *)(uintptr_t)va;
-
-		if (to_mr)
-			memcpy(p, buf, len);
-		else
-			memcpy(buf, p, len);
+		mrc_buf_xfer(b, (void *)(uintptr_t)va, len, to_mr);
 		return 0;
 	}
 
@@ -210,16 +225,99 @@ int mrc_mr_copy(struct mrc_mr *mr, u64 va, void *buf, u32 len, bool to_mr)
 		if (pg >= mr->npages)
 			return -ERANGE;
 		k = kmap_local_page(mr->pages[pg]);
-		if (to_mr)
-			memcpy(k + in, buf, n);
-		else
-			memcpy(buf, k + in, n);
+		mrc_buf_xfer(b, k + in, n, to_mr);
 		kunmap_local(k);
-		buf += n;
 		va += n;
 		len -= n;
 	}
 	return 0;
+}
+
+int mrc_mr_copy(struct mrc_mr *mr, u64 va, void *buf, u32 len, bool to_mr)
+{
+	struct mrc_buf b = { .p = buf };
+
+	return mrc_mr_xfer(mr, va, &b, len, to_mr);
+}
+
+/**
+ * mrc_mr_copy_skb() - copy part of a received packet into an MR.
+ * @mr: the MR; [@va, @va + @len) was checked against its region.
+ * @va: where the bytes go.
+ * @skb: the packet, linear or not.
+ * @off: offset of the first byte in @skb; @off + @len <= @skb->len.
+ * @len: bytes to copy.
+ *
+ * Reading the packet's fragments in place spares the copy that
+ * linearizing a large packet would cost.
+ *
+ * Return: 0, or -ERANGE for a range outside the MR's pages.
+ */
+int mrc_mr_copy_skb(struct mrc_mr *mr, u64 va, const struct sk_buff *skb,
+		    u32 off, u32 len)
+{
+	struct mrc_buf b = { .skb = skb, .off = off };
+
+	return mrc_mr_xfer(mr, va, &b, len, true);
+}
+
+/*
+ * Attach [@va, @va + @len) of @mr to @skb as page fragments, from fragment
+ * *@nfrag on.  Return: 0; -EMSGSIZE if the MR has no pages (DMA MR) or the
+ * range needs more fragments than an skb takes: copy instead.
+ */
+static int mrc_mr_attach(struct mrc_mr *mr, u64 va, struct sk_buff *skb,
+			 u32 len, u32 *nfrag)
+{
+	if (mr->type != MRC_MR_USER)
+		return -EMSGSIZE;
+	while (len) {
+		struct page *page;
+		u64 pg;
+		u32 in, n;
+
+		n = mrc_region_chunk(&mr->region, mr->page_off, PAGE_SHIFT, va,
+				     len, &pg, &in);
+		if (pg >= mr->npages)
+			return -ERANGE;
+		if (*nfrag >= MAX_SKB_FRAGS)
+			return -EMSGSIZE;
+		page = mr->pages[pg];
+		/* the packet may outlive the MR's pinning of the page */
+		get_page(page);
+		skb_fill_page_desc(skb, (*nfrag)++, page, in, n);
+		skb->len += n;
+		skb->data_len += n;
+		skb->truesize += n;
+		va += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/**
+ * mrc_mr_attach_skb() - append a range of an MR to a packet without
+ * copying it.
+ * @mr: the MR; [@va, @va + @len) was checked against its region.
+ * @va: first byte.
+ * @skb: a packet built so far (its header linear, no fragments yet).
+ * @len: bytes.
+ *
+ * The packet takes a reference on each page, so it may outlive the MR.
+ * Its fragments are marked shared: the application may write the pages
+ * while the packet is queued, and whoever must read stable bytes (a
+ * software checksum) copies them first.
+ *
+ * Return: 0; -EMSGSIZE (copy instead: a DMA MR, or too many fragments);
+ * -ERANGE.  On error @skb holds whatever was attached; free it.
+ */
+int mrc_mr_attach_skb(struct mrc_mr *mr, u64 va, struct sk_buff *skb,
+		      u32 len)
+{
+	u32 nfrag = skb_shinfo(skb)->nr_frags;
+
+	skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
+	return mrc_mr_attach(mr, va, skb, len, &nfrag);
 }
 
 /* 8-byte atomic at @va (8-byte aligned, checked by the caller) */
@@ -252,26 +350,17 @@ int mrc_mr_atomic(struct mrc_mr *mr, u64 va, bool cas, u64 swap_add,
 	return 0;
 }
 
-/**
- * mrc_sge_copy() - copy between @buf and a local scatter list.
- * @mdev: device.
- * @pd: PD every lkey must belong to.
- * @sge: scatter list (already copied out of userspace memory).
- * @nsge: entries.
- * @offset: bytes of the list to skip first.
- * @buf: kernel buffer.
- * @len: bytes to copy.
- * @to_mr: direction.
- * @need: MRC_ACC_* the MRs must grant (MRC_ACC_LOCAL_WRITE to write).
- *
- * Return: 0, -EINVAL if the list is too short, -EACCES for a bad lkey, PD
- * or access right, -ERANGE for a range outside its MR.
+/*
+ * Resolve the bytes [@offset, @offset + @len) of a local scatter list to
+ * ranges of MRs, each checked for @pd and @need, and hand each range to
+ * @op: a copy to or from @b, or (@b NULL) a page attach to @skb.
  */
-int mrc_sge_copy(struct mrc_dev *mdev, struct mrc_pd *pd,
-		 const struct metaroce_sge *sge, u32 nsge, u32 offset,
-		 void *buf, u32 len, bool to_mr, u32 need)
+static int mrc_sge_walk(struct mrc_dev *mdev, struct mrc_pd *pd,
+			const struct metaroce_sge *sge, u32 nsge, u32 offset,
+			struct mrc_buf *b, struct sk_buff *skb, u32 len,
+			bool to_mr, u32 need)
 {
-	u32 i;
+	u32 i, nfrag = skb ? skb_shinfo(skb)->nr_frags : 0;
 	int err;
 
 	for (i = 0; i < nsge && len; i++) {
@@ -292,15 +381,90 @@ int mrc_sge_copy(struct mrc_dev *mdev, struct mrc_pd *pd,
 		}
 		err = mrc_region_check(&mr->region, sge[i].addr + offset, n,
 				       need);
-		if (!err)
-			err = mrc_mr_copy(mr, sge[i].addr + offset, buf, n,
+		if (!err && b)
+			err = mrc_mr_xfer(mr, sge[i].addr + offset, b, n,
 					  to_mr);
+		else if (!err)
+			err = mrc_mr_attach(mr, sge[i].addr + offset, skb, n,
+					    &nfrag);
 		mrc_mr_put(mr);
 		if (err)
 			return err;
-		buf += n;
 		len -= n;
 		offset = 0;
 	}
 	return len ? -EINVAL : 0;
+}
+
+/**
+ * mrc_sge_copy() - copy between @buf and a local scatter list.
+ * @mdev: device.
+ * @pd: PD every lkey must belong to.
+ * @sge: scatter list (already copied out of userspace memory).
+ * @nsge: entries.
+ * @offset: bytes of the list to skip first.
+ * @buf: kernel buffer.
+ * @len: bytes to copy.
+ * @to_mr: direction.
+ * @need: MRC_ACC_* the MRs must grant (MRC_ACC_LOCAL_WRITE to write).
+ *
+ * Return: 0, -EINVAL if the list is too short, -EACCES for a bad lkey, PD
+ * or access right, -ERANGE for a range outside its MR.
+ */
+int mrc_sge_copy(struct mrc_dev *mdev, struct mrc_pd *pd,
+		 const struct metaroce_sge *sge, u32 nsge, u32 offset,
+		 void *buf, u32 len, bool to_mr, u32 need)
+{
+	struct mrc_buf b = { .p = buf };
+
+	return mrc_sge_walk(mdev, pd, sge, nsge, offset, &b, NULL, len, to_mr,
+			    need);
+}
+
+/**
+ * mrc_sge_copy_skb() - mrc_sge_copy() into the list, from a received
+ * packet's bytes [@off, @off + @len), which may sit in page fragments.
+ * @mdev: device.
+ * @pd: PD every lkey must belong to.
+ * @sge: scatter list.
+ * @nsge: entries.
+ * @offset: bytes of the list to skip first.
+ * @skb: the packet; @off + @len <= @skb->len.
+ * @off: offset of the first byte in @skb.
+ * @len: bytes to copy.
+ *
+ * Return: as mrc_sge_copy(), with MRC_ACC_LOCAL_WRITE required.
+ */
+int mrc_sge_copy_skb(struct mrc_dev *mdev, struct mrc_pd *pd,
+		     const struct metaroce_sge *sge, u32 nsge, u32 offset,
+		     const struct sk_buff *skb, u32 off, u32 len)
+{
+	struct mrc_buf b = { .skb = skb, .off = off };
+
+	return mrc_sge_walk(mdev, pd, sge, nsge, offset, &b, NULL, len, true,
+			    MRC_ACC_LOCAL_WRITE);
+}
+
+/**
+ * mrc_sge_attach_skb() - append bytes of a local scatter list to a packet
+ * as page fragments, as mrc_mr_attach_skb() does for one MR.
+ * @mdev: device.
+ * @pd: PD every lkey must belong to.
+ * @sge: scatter list.
+ * @nsge: entries.
+ * @offset: bytes of the list to skip first.
+ * @skb: the packet built so far, no fragments yet.
+ * @len: bytes.
+ *
+ * Return: as mrc_sge_copy(), or -EMSGSIZE where the bytes must be copied
+ * (a DMA MR, more pieces than fragments).  On error @skb holds whatever
+ * was attached; free it.
+ */
+int mrc_sge_attach_skb(struct mrc_dev *mdev, struct mrc_pd *pd,
+		       const struct metaroce_sge *sge, u32 nsge, u32 offset,
+		       struct sk_buff *skb, u32 len)
+{
+	skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
+	return mrc_sge_walk(mdev, pd, sge, nsge, offset, NULL, skb, len,
+			    false, 0);
 }

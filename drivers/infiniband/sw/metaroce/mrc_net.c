@@ -229,6 +229,19 @@ struct sk_buff *mrc_skb_alloc(struct mrc_qp *qp, u32 hdr_len, u32 pay_len)
 	return skb;
 }
 
+/*
+ * Reference user pages rather than copy them: from this size on.  Below
+ * it a copy costs less than the page references, and the packet stays
+ * linear for whoever reads it.
+ */
+#define MRC_ZCOPY_MIN	1024
+
+/* should a payload of @pay_len bytes from a user MR be attached, not copied? */
+bool mrc_skb_zcopy(u32 pay_len)
+{
+	return READ_ONCE(mrc_tx_zcopy) && pay_len >= MRC_ZCOPY_MIN;
+}
+
 static void mrc_xmit_drop(struct mrc_dev *mdev, struct sk_buff *skb)
 {
 	mrc_stat_inc(mdev, MRC_ST_TX_DROP);
@@ -485,9 +498,9 @@ static void mrc_rcv_skb(struct mrc_dev *mdev, struct sk_buff *skb,
 	if (p.opcode == MRC_OP_ACK)
 		mrc_req_rcv_ack(qp, &p);
 	else if (p.opcode == MRC_OP_READ_RESP || p.opcode == MRC_OP_ATOMIC_RESP)
-		mrc_req_rcv_resp(qp, &p, skb->data + p.hdr_len);
+		mrc_req_rcv_resp(qp, &p, skb);
 	else
-		mrc_resp_rcv(qp, &p, skb->data + p.hdr_len, sport, ce);
+		mrc_resp_rcv(qp, &p, skb, sport, ce);
 	mrc_qp_put(qp);
 free:
 	consume_skb(skb);
@@ -525,7 +538,13 @@ static int mrc_udp_rcv(struct sock *sk, struct sk_buff *skb)
 		mdev = mrc_dev_by_daddr(skb);
 	if (!mdev)
 		goto drop;
-	if (skb_linearize(skb)) {
+	/*
+	 * Only the headers need to be linear: payloads are copied out of
+	 * the fragments where they sit, so a large packet costs one copy.
+	 */
+	if (!pskb_may_pull(skb, sizeof(struct udphdr) +
+			   min_t(u32, skb->len - sizeof(struct udphdr),
+				 MRC_HDR_MAX_LEN))) {
 		ib_device_put(&mdev->ibdev);
 		goto drop;
 	}

@@ -171,6 +171,22 @@ static u8 mrc_swqe_load(struct mrc_qp *qp, u32 idx)
 	return IB_WC_SUCCESS;
 }
 
+/* copy @pay bytes of @s's data from @off into @buf; 0 or an IB_WC_* error */
+static int mrc_req_copy_pay(struct mrc_qp *qp, struct mrc_swqe *s, u32 off,
+			    void *buf, u32 pay)
+{
+	if (!pay)
+		return 0;
+	if (s->inline_data) {
+		memcpy(buf, s->inline_data + off, pay);
+		return 0;
+	}
+	if (mrc_sge_copy(qp->mdev, qp->pd, s->sge, s->wr.num_sge, off, buf,
+			 pay, false, 0))
+		return IB_WC_LOC_PROT_ERR;
+	return 0;
+}
+
 /*
  * Build the packet for PSN @psn of WQE @s (a READ request asks for @n
  * response segments from there).  Return: 0, or an IB_WC_* error.
@@ -253,23 +269,34 @@ static int mrc_build_req(struct mrc_qp *qp, struct mrc_swqe *s, u32 psn,
 	p.pay_len = pay;
 	hlen = mrc_wire_hdr_len(p.opcode, p.flags, 0);
 	p.hdr_len = hlen;
-	skb = mrc_skb_alloc(qp, hlen, pay);
-	if (!skb)
-		return -ENOMEM;
-	mrc_wire_build(skb->data, &p);
-	if (pay) {
-		if (s->inline_data) {
-			memcpy(skb->data + hlen, s->inline_data + off, pay);
-		} else {
-			err = mrc_sge_copy(qp->mdev, qp->pd, s->sge,
-					   s->wr.num_sge, off, skb->data + hlen,
-					   pay, false, 0);
-			if (err) {
-				kfree_skb(skb);
+	skb = NULL;
+	if (pay && !s->inline_data && mrc_skb_zcopy(pay)) {
+		skb = mrc_skb_alloc(qp, hlen, 0);
+		if (!skb)
+			return -ENOMEM;
+		err = mrc_sge_attach_skb(qp->mdev, qp->pd, s->sge,
+					 s->wr.num_sge, off, skb, pay);
+		if (err) {
+			kfree_skb(skb);
+			skb = NULL;
+			/* a DMA MR or too many pieces: copy below */
+			if (err != -EMSGSIZE)
 				return IB_WC_LOC_PROT_ERR;
-			}
+		} else {
+			mrc_stat_inc(qp->mdev, MRC_ST_TX_ZCOPY);
 		}
 	}
+	if (!skb) {
+		skb = mrc_skb_alloc(qp, hlen, pay);
+		if (!skb)
+			return -ENOMEM;
+		err = mrc_req_copy_pay(qp, s, off, skb->data + hlen, pay);
+		if (err) {
+			kfree_skb(skb);
+			return err;
+		}
+	}
+	mrc_wire_build(skb->data, &p);
 	mrc_queue_pkt(qp, skb, sport);
 	return 0;
 }
@@ -950,7 +977,7 @@ static bool mrc_resp_fits(u8 resp_op, u8 req_op)
 }
 
 void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
-		      const void *payload)
+		      const struct sk_buff *skb)
 {
 	struct mrc_dev *mdev = qp->mdev;
 	struct mrc_ack_result r;
@@ -991,9 +1018,8 @@ void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
 			mrc_count_drop(mdev, MRC_DROP_BAD_LENGTH);
 			return;
 		}
-		err = mrc_sge_copy(mdev, qp->pd, s->sge, s->wr.num_sge, off,
-				   (void *)payload, want, true,
-				   MRC_ACC_LOCAL_WRITE);
+		err = mrc_sge_copy_skb(mdev, qp->pd, s->sge, s->wr.num_sge,
+				       off, skb, p->hdr_len, want);
 	} else {
 		u64 orig = p->aresp.orig;
 

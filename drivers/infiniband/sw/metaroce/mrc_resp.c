@@ -345,7 +345,7 @@ static struct mrc_mr *mrc_target_mr(struct mrc_qp *qp, u32 rkey, u64 va,
 }
 
 static int mrc_place_write(struct mrc_qp *qp, const struct mrc_pkt *p,
-			   const void *payload)
+			   const struct sk_buff *skb)
 {
 	struct mrc_piece pc[MRC_WLOG_PIECES];
 	struct mrc_mr *mr;
@@ -369,8 +369,8 @@ static int mrc_place_write(struct mrc_qp *qp, const struct mrc_pkt *p,
 	if (n != 1 || pc[0].len != p->pay_len)
 		mrc_stat_inc(qp->mdev, MRC_ST_WRITE_OVERLAP_CUTS);
 	for (i = 0, err = 0; i < n && !err; i++)
-		err = mrc_mr_copy(mr, p->req.va + pc[i].off,
-				  (void *)payload + pc[i].off, pc[i].len, true);
+		err = mrc_mr_copy_skb(mr, p->req.va + pc[i].off, skb,
+				      p->hdr_len + pc[i].off, pc[i].len);
 	mrc_mr_put(mr);
 	return err;
 }
@@ -407,7 +407,7 @@ static void mrc_resp_wlog(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n)
  * 2 dropped for now (do not mark); -1 error recorded (do not mark).
  */
 static int mrc_place_data(struct mrc_qp *qp, const struct mrc_pkt *p,
-			  const void *payload)
+			  const struct sk_buff *skb)
 {
 	bool last = p->flags & MRC_F_LAST;
 	bool needs_wqe = p->opcode == MRC_OP_SEND || (p->flags & MRC_F_IMM);
@@ -424,7 +424,7 @@ static int mrc_place_data(struct mrc_qp *qp, const struct mrc_pkt *p,
 		}
 	}
 	if (p->opcode == MRC_OP_WRITE) {
-		err = mrc_place_write(qp, p, payload);
+		err = mrc_place_write(qp, p, skb);
 		if (err == -ENOSPC)
 			return 2;
 		if (err) {
@@ -437,10 +437,9 @@ static int mrc_place_data(struct mrc_qp *qp, const struct mrc_pkt *p,
 					      p->req.rmsn, IB_WC_LOC_LEN_ERR);
 			return -1;
 		}
-		err = mrc_sge_copy(qp->mdev, qp->pd, m->wqe.sge,
-				   m->wqe.num_sge, p->req.offset,
-				   (void *)payload, p->pay_len, true,
-				   MRC_ACC_LOCAL_WRITE);
+		err = mrc_sge_copy_skb(qp->mdev, qp->pd, m->wqe.sge,
+				       m->wqe.num_sge, p->req.offset, skb,
+				       p->hdr_len, p->pay_len);
 		if (err) {
 			mrc_resp_set_err_recv(qp, p->psn, MRC_SYN_REM_OP,
 					      p->req.rmsn, IB_WC_LOC_PROT_ERR);
@@ -675,15 +674,30 @@ static bool mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 	p.hdr_len = hlen;
 	p.rresp.offset = e->offset + e->done;
 	p.rresp.msg_len = e->offset + e->len;
-	skb = mrc_skb_alloc(qp, hlen, pay);
-	if (!skb)
-		return false;
-	mrc_wire_build(skb->data, &p);
-	if (pay && mrc_mr_copy(e->mr, e->va + e->done, skb->data + hlen, pay,
-			       false)) {
-		kfree_skb(skb);
-		return false;
+	skb = NULL;
+	if (mrc_skb_zcopy(pay)) {
+		skb = mrc_skb_alloc(qp, hlen, 0);
+		if (!skb)
+			return false;
+		if (mrc_mr_attach_skb(e->mr, e->va + e->done, skb, pay)) {
+			/* a DMA MR or too many pieces: copy below */
+			kfree_skb(skb);
+			skb = NULL;
+		} else {
+			mrc_stat_inc(qp->mdev, MRC_ST_TX_ZCOPY);
+		}
 	}
+	if (!skb) {
+		skb = mrc_skb_alloc(qp, hlen, pay);
+		if (!skb)
+			return false;
+		if (pay && mrc_mr_copy(e->mr, e->va + e->done,
+				       skb->data + hlen, pay, false)) {
+			kfree_skb(skb);
+			return false;
+		}
+	}
+	mrc_wire_build(skb->data, &p);
 	mrc_queue_pkt(qp, skb, mrc_pick_entropy(qp, 0, false, now));
 	e->done += pay;
 	return true;
@@ -806,12 +820,13 @@ static void mrc_resp_credit(struct mrc_qp *qp, u32 tsval, u32 now, bool ce)
  * mrc_resp_rcv() - a request packet (SEND, WRITE, READ_REQ, atomic).
  * @qp: the destination QP (source already checked).
  * @p: the parsed header.
- * @payload: p->pay_len bytes.
+ * @skb: the packet: p->hdr_len bytes of header, then p->pay_len of
+ *	payload, which may sit in page fragments.
  * @sport: the packet's UDP source port (entropy), echoed in the ACK.
  * @ce: the packet was CE marked.
  */
 void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
-		  const void *payload, u16 sport, bool ce)
+		  const struct sk_buff *skb, u16 sport, bool ce)
 {
 	struct mrc_dev *mdev = qp->mdev;
 	u32 n = 1, now = mrc_now(), old_nxt;
@@ -893,7 +908,7 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	switch (p->opcode) {
 	case MRC_OP_SEND:
 	case MRC_OP_WRITE:
-		r = mrc_place_data(qp, p, payload);
+		r = mrc_place_data(qp, p, skb);
 		if (r == 2) {
 			/* too many newer WRITEs inside it: the resend decides */
 			mrc_count_drop(mdev, MRC_DROP_NO_RESOURCE);

@@ -50,6 +50,7 @@ static const struct rdma_stat_desc mrc_stat_desc[MRC_ST_NR] = {
 	[MRC_ST_CREDIT_GAP].name = "credit_arrival_gap_us",
 	[MRC_ST_ORDERED_DISCARDS].name = "ordered_discards",
 	[MRC_ST_WRITE_OVERLAP_CUTS].name = "write_overlap_cuts",
+	[MRC_ST_TX_ZCOPY].name = "tx_zcopy_packets",
 	[MRC_ST_PATH_SLOT0 + 0].name = "tx_path_slot0",
 	[MRC_ST_PATH_SLOT0 + 1].name = "tx_path_slot1",
 	[MRC_ST_PATH_SLOT0 + 2].name = "tx_path_slot2",

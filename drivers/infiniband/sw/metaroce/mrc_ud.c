@@ -516,7 +516,6 @@ static u8 mrc_ud_grh(struct sk_buff *skb, union rdma_network_hdr *hdr)
 void mrc_ud_rcv(struct mrc_dev *mdev, struct sk_buff *skb,
 		const struct mrc_pkt *p)
 {
-	const void *payload = skb->data + p->hdr_len;
 	struct metaroce_cqe c = {};
 	union rdma_network_hdr grh;
 	struct mrc_rwqe wqe;
@@ -584,9 +583,9 @@ void mrc_ud_rcv(struct mrc_dev *mdev, struct sk_buff *skb,
 	err = mrc_sge_copy(mdev, qp->pd, wqe.sge, wqe.num_sge, 0, &grh,
 			   MRC_GRH_LEN, true, MRC_ACC_LOCAL_WRITE);
 	if (!err && p->pay_len)
-		err = mrc_sge_copy(mdev, qp->pd, wqe.sge, wqe.num_sge,
-				   MRC_GRH_LEN, (void *)payload, p->pay_len,
-				   true, MRC_ACC_LOCAL_WRITE);
+		err = mrc_sge_copy_skb(mdev, qp->pd, wqe.sge, wqe.num_sge,
+				       MRC_GRH_LEN, skb, p->hdr_len,
+				       p->pay_len);
 	if (err) {
 		c.status = IB_WC_LOC_PROT_ERR;
 		fatal = true;
