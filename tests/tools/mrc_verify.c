@@ -48,7 +48,7 @@
 
 #include <infiniband/verbs.h>
 
-#define NSGE_MAX	4
+#define NSGE_MAX	16		/* --max-sge at most */
 #define GUARD		64		/* poisoned bytes checked around targets */
 #define POISON		0xa5
 #define INL_POISON	0x5a		/* overwrites an inline source after posting */
@@ -98,6 +98,7 @@ struct params {
 	uint32_t rnr_delay_ms;
 	uint32_t max_rd_atomic;
 	uint32_t dirs;			/* bit 0: client requests, bit 1: server */
+	uint32_t max_sge;		/* SGEs per work request, at most */
 	uint64_t seed;
 	uint64_t iters;
 	uint64_t duration_ms;
@@ -108,7 +109,8 @@ static struct params P = {
 	.mode = MODE_VERIFY, .qps = 2, .max_size = 1u << 20, .window = 8,
 	.ops_mask = (1u << OP_NR) - 1, .inline_size = 128,
 	.timeout = 17, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 12,
-	.rnr_delay_ms = 300, .max_rd_atomic = 16, .dirs = 3, .iters = 0,
+	.rnr_delay_ms = 300, .max_rd_atomic = 16, .dirs = 3, .max_sge = 4,
+	.iters = 0,
 };
 
 static struct {
@@ -209,6 +211,12 @@ static uint32_t rnd_below(uint64_t *s, uint64_t n)
 }
 
 static uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+
+/* the largest gap between SGE pieces: all of them fit the slot's slack */
+static uint32_t sge_gap(void)
+{
+	return 4096 / P.max_sge;
+}
 
 /* ------------------------------------------------------------------------ */
 /* data patterns                                                              */
@@ -483,7 +491,7 @@ static void gen_next(struct stream *s)
 
 	/* the requester's gather (or READ scatter) list inside its slot */
 	if (o->type != OP_CAS && o->type != OP_FAA && o->len) {
-		o->nsge = 1 + rnd_below(&s->rng, min_u32(NSGE_MAX, o->len));
+		o->nsge = 1 + rnd_below(&s->rng, min_u32(P.max_sge, o->len));
 		cursor = GUARD + rnd_below(&s->rng, 4096);
 		rem = o->len;
 		for (k = 0; k < o->nsge; k++) {
@@ -493,7 +501,7 @@ static void gen_next(struct stream *s)
 			o->loff[k] = cursor;
 			o->llen[k] = piece;
 			rem -= piece;
-			cursor += piece + (left ? rnd_below(&s->rng, 1024) : 0);
+			cursor += piece + (left ? rnd_below(&s->rng, sge_gap()) : 0);
 		}
 	}
 
@@ -860,7 +868,7 @@ static void create_qp(struct qpc *q, unsigned idx)
 	struct ibv_qp_init_attr ia = {
 		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .sq_sig_all = 0,
 		.cap = { .max_send_wr = P.window + 1, .max_recv_wr = P.window + 1,
-			 .max_send_sge = NSGE_MAX, .max_recv_sge = NSGE_MAX,
+			 .max_send_sge = P.max_sge, .max_recv_sge = P.max_sge,
 			 .max_inline_data = P.inline_size },
 	};
 	struct ibv_qp_attr a = {
@@ -1409,7 +1417,7 @@ static int responder_post_recvs(struct qpc *q)
 			l->total = o->len + (o->type == OP_WRITE_IMM ? 0 : (r >> 2) % 257);
 			if (!l->total)
 				l->total = 1 + (r >> 12) % 64;
-			l->nsge = 1 + rnd_below(&q->lrng, min_u32(NSGE_MAX, l->total));
+			l->nsge = 1 + rnd_below(&q->lrng, min_u32(P.max_sge, l->total));
 			cursor = GUARD + rnd_below(&q->lrng, 4096);
 			l->start = cursor;
 			rem = l->total;
@@ -1423,7 +1431,7 @@ static int responder_post_recvs(struct qpc *q)
 				sges[n][k].length = piece;
 				sges[n][k].lkey = q->rbuf_mr->lkey;
 				rem -= piece;
-				cursor += piece + (left ? rnd_below(&q->lrng, 1024) : 0);
+				cursor += piece + (left ? rnd_below(&q->lrng, sge_gap()) : 0);
 			}
 			l->end = cursor;
 		}
@@ -2449,6 +2457,9 @@ static void usage(int rc)
 "      --rnr-delay MS     rnr mode: delay of the late receive (300)\n"
 "      --mode MODE        verify | badrkey | retry | rnr | rdlimit\n"
 "      --dir DIR          both | c2s | s2c: who sends requests (both)\n"
+"      --max-sge N        SGEs per request and receive, 1..%d (4): many\n"
+"                         small pieces test gathers past the fragments of\n"
+"                         one packet\n"
 "local options:\n"
 "      --busy             busy-poll the CQ instead of sleeping on events\n"
 "      --rate MBIT        post requests no faster than MBIT Mbit/s of payload\n"
@@ -2462,7 +2473,7 @@ static void usage(int rc)
 "      --start-file PATH  verify mode: start the streams once PATH exists\n"
 "      --corrupt N        self-test: damage op N of this side's stream (its data,\n"
 "                         immediate or result); the run must then fail\n"
-"  -v, --verbose\n");
+"  -v, --verbose\n", NSGE_MAX);
 	exit(rc);
 }
 
@@ -2514,7 +2525,7 @@ int main(int argc, char **argv)
 {
 	enum { O_INLINE = 256, O_TIMEOUT, O_RETRY, O_RNR, O_RNRT, O_RNRD, O_MODE, O_BUSY,
 	       O_STALL, O_MAXERR, O_LAX, O_GO, O_DIR, O_CORRUPT, O_START, O_STARTF,
-	       O_RATE };
+	       O_RATE, O_MAXSGE };
 	static const struct option lo[] = {
 		{ "dev", 1, 0, 'd' }, { "ib-port", 1, 0, 'i' }, { "gid-idx", 1, 0, 'g' },
 		{ "port", 1, 0, 'p' }, { "iters", 1, 0, 'n' }, { "duration", 1, 0, 'D' },
@@ -2528,6 +2539,7 @@ int main(int argc, char **argv)
 		{ "go-file", 1, 0, O_GO }, { "dir", 1, 0, O_DIR },
 		{ "corrupt", 1, 0, O_CORRUPT }, { "start-at", 1, 0, O_START },
 		{ "start-file", 1, 0, O_STARTF }, { "rate", 1, 0, O_RATE },
+		{ "max-sge", 1, 0, O_MAXSGE },
 		{ "verbose", 0, 0, 'v' }, { "help", 0, 0, 'h' },
 		{ 0 }
 	};
@@ -2567,6 +2579,7 @@ int main(int argc, char **argv)
 			break;
 		case O_BUSY: O.busy = true; break;
 		case O_RATE: O.rate_bps = atof(optarg) * 1e6; break;
+		case O_MAXSGE: P.max_sge = atoi(optarg); break;
 		case O_STALL: O.stall_s = atof(optarg); break;
 		case O_MAXERR: O.max_errors = atoi(optarg); break;
 		case O_LAX: O.lax_sq_len = true; break;
@@ -2607,6 +2620,8 @@ int main(int argc, char **argv)
 			P.iters = 2000;
 		if (P.max_size > (1u << 30))
 			die("--max-size too large");
+		if (P.max_sge < 1 || P.max_sge > NSGE_MAX)
+			die("--max-sge must be 1..%d", NSGE_MAX);
 		if (P.mode == MODE_BADRKEY && P.qps < 5)
 			P.qps = 5;
 		if ((P.mode == MODE_RNR || P.mode == MODE_RDLIMIT) && P.qps < 2)
