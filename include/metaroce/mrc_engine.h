@@ -732,8 +732,10 @@ struct mrc_path_ent {
  * @loss_shed: losses above the set's average at which an entropy's every
  *	turn is passed over; below, a turn is passed over with probability
  *	excess / @loss_shed (a lossy path keeps a share that shrinks with its
- *	loss rate).  At or above, the entropy is retired.  0: no shedding
- *	(and no retirement for excess).
+ *	loss rate).  At or above, the entropy is retired.  Only while the
+ *	sender has run dry in this or the previous balance window (@wdry,
+ *	@wdry_last): the other paths have room.  0: no shedding (and no
+ *	retirement for excess).
  * @loss_sum: sum of the entries' @losses.
  * @ce_retire: CE echoes within an epoch that retire an entropy.
  * @epoch_pkts: an entropy's packets per epoch (its evidence halves after).
@@ -744,6 +746,7 @@ struct mrc_path_ent {
  *	loss).
  * @wdry: the sender ran out of packets to send in this balance window
  *	(mrc_path_note_dry()): it was not held back by the network.
+ * @wdry_last: @wdry of the previous balance window.
  * @rtt_n: how many have one.
  * @switches: picks that passed over an entropy being skipped or shed.
  * @retired: entropies replaced with a fresh port.
@@ -774,6 +777,7 @@ struct mrc_path {
 	u32 wpicks;
 	u32 quiet_windows;
 	bool wdry;
+	bool wdry_last;
 	u32 rtt_n;
 	u64 switches;
 	u64 retired;

@@ -11,9 +11,10 @@
  *   the clean ones).
  * - Losses are charged to the entropy the lost packet went out on.  One
  *   with more than the set's average (reordering and random loss hit all
- *   alike) loses a share of its turns in proportion to the excess: a
- *   lossy path still carries what it can, less than a clean one, and
- *   balance windows redraw its entropies while the others have room.  An
+ *   alike) loses a share of its turns in proportion to the excess, and
+ *   balance windows redraw its entropies, while the others have room
+ *   (the sender ran dry of late).  Without room a lossy path keeps its
+ *   turns: it still carries most of what it is given.  An
  *   entropy that looks dead (loss_retire losses in a row with no ACK
  *   through it, at least MRC_PATH_OUTLIER times the set's average), or
  *   whose excess sheds every turn, or with ce_retire marks within its
@@ -262,6 +263,7 @@ static void mrc_path_balance(struct mrc_path *p)
 		p->ents[i].wsent = 0;
 	}
 	p->wpicks = 0;
+	p->wdry_last = p->wdry;
 	p->wdry = false;
 }
 
@@ -297,12 +299,23 @@ static u32 mrc_path_loss_excess(const struct mrc_path *p,
 	return mine > MRC_U32_MAX ? MRC_U32_MAX : (u32)mine;
 }
 
+/*
+ * Do the other paths have room for a lossy path's turns?  Only if the
+ * sender ran dry of late.  One that never does wants more than the paths
+ * carry: a turn passed over would wait for a full path, where the lossy
+ * one still delivers most of what it is given.
+ */
+static bool mrc_path_room(const struct mrc_path *p)
+{
+	return p->wdry || p->wdry_last;
+}
+
 /* pass over @e's turn this time, in proportion to its excess losses */
 static bool mrc_path_shed(struct mrc_path *p, const struct mrc_path_ent *e)
 {
 	u32 x;
 
-	if (!p->aware || !e->losses || !p->loss_shed)
+	if (!p->aware || !e->losses || !p->loss_shed || !mrc_path_room(p))
 		return false;
 	x = mrc_path_loss_excess(p, e);
 	return x && mrc_path_rand(p) % (p->loss_shed * p->n) < x;
@@ -471,7 +484,7 @@ void mrc_path_on_loss(struct mrc_path *p, u16 port, u32 now)
 	 * fade.  Either way a fresh draw replaces it.
 	 */
 	if ((++e->run >= p->loss_retire && mrc_path_outlier(p, e, false)) ||
-	    (p->loss_shed &&
+	    (p->loss_shed && mrc_path_room(p) &&
 	     mrc_path_loss_excess(p, e) >= p->loss_shed * p->n)) {
 		mrc_path_retire(p, e);
 		return;
