@@ -182,21 +182,22 @@ void mrc_mr_put(struct mrc_mr *mr)
 		complete(&mr->done);
 }
 
-/* move @n bytes between @b and @k, and advance @b */
-static void mrc_buf_xfer(struct mrc_buf *b, void *k, u32 n, bool to_mr)
+/* move @n bytes between @b and @k, and advance @b; 0 or -EFAULT */
+static int mrc_buf_xfer(struct mrc_buf *b, void *k, u32 n, bool to_mr)
 {
 	if (b->skb) {
-		/* the caller checked the range against the packet's length */
-		if (to_mr)
-			skb_copy_bits(b->skb, b->off, k, n);
+		/* parsing checked the range; short packets fail, not overrun */
+		if (!to_mr || skb_copy_bits(b->skb, b->off, k, n))
+			return -EFAULT;
 		b->off += n;
-		return;
+		return 0;
 	}
 	if (to_mr)
 		memcpy(k, b->p, n);
 	else
 		memcpy(b->p, k, n);
 	b->p += n;
+	return 0;
 }
 
 /*
@@ -206,14 +207,14 @@ static void mrc_buf_xfer(struct mrc_buf *b, void *k, u32 n, bool to_mr)
 static int mrc_mr_xfer(struct mrc_mr *mr, u64 va, struct mrc_buf *b, u32 len,
 		       bool to_mr)
 {
+	int err;
+
 	if (!len)
 		return 0;
 	if (b->skb && !to_mr)
 		return -EINVAL;	/* a received packet is only read */
-	if (mr->type == MRC_MR_DMA) {
-		mrc_buf_xfer(b, (void *)(uintptr_t)va, len, to_mr);
-		return 0;
-	}
+	if (mr->type == MRC_MR_DMA)
+		return mrc_buf_xfer(b, (void *)(uintptr_t)va, len, to_mr);
 
 	while (len) {
 		u64 pg;
@@ -225,8 +226,10 @@ static int mrc_mr_xfer(struct mrc_mr *mr, u64 va, struct mrc_buf *b, u32 len,
 		if (pg >= mr->npages)
 			return -ERANGE;
 		k = kmap_local_page(mr->pages[pg]);
-		mrc_buf_xfer(b, k + in, n, to_mr);
+		err = mrc_buf_xfer(b, k + in, n, to_mr);
 		kunmap_local(k);
+		if (err)
+			return err;
 		va += n;
 		len -= n;
 	}
@@ -251,7 +254,8 @@ int mrc_mr_copy(struct mrc_mr *mr, u64 va, void *buf, u32 len, bool to_mr)
  * Reading the packet's fragments in place spares the copy that
  * linearizing a large packet would cost.
  *
- * Return: 0, or -ERANGE for a range outside the MR's pages.
+ * Return: 0, -ERANGE for a range outside the MR's pages, -EFAULT if the
+ * packet is shorter than @off + @len.
  */
 int mrc_mr_copy_skb(struct mrc_mr *mr, u64 va, const struct sk_buff *skb,
 		    u32 off, u32 len)
