@@ -59,7 +59,7 @@
 #define RECV_BIT	(1ull << 63)
 #define IDX_MASK	((1ull << 40) - 1)
 #define CTL_MAGIC	0x4d524356u	/* "MRCV" */
-#define CTL_VERSION	3
+#define CTL_VERSION	4
 
 enum optype {
 	OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CAS, OP_FAA,
@@ -985,8 +985,9 @@ static void setup(void)
 			    p.version);
 		P = p;
 	}
-	if (P.window < 2 || P.window > 1024 || P.qps < 1 || P.qps > 4096)
-		die("bad window/qps");
+	if (P.window < 2 || P.window > 1024 || P.qps < 1 || P.qps > 4096 ||
+	    P.max_sge < 1 || P.max_sge > NSGE_MAX)
+		die("bad window/qps/max_sge");
 	slot_size = ((P.max_size + SLACK) + 4095) & ~4095u;
 
 	open_device();
@@ -2620,8 +2621,6 @@ int main(int argc, char **argv)
 			P.iters = 2000;
 		if (P.max_size > (1u << 30))
 			die("--max-size too large");
-		if (P.max_sge < 1 || P.max_sge > NSGE_MAX)
-			die("--max-sge must be 1..%d", NSGE_MAX);
 		if (P.mode == MODE_BADRKEY && P.qps < 5)
 			P.qps = 5;
 		if ((P.mode == MODE_RNR || P.mode == MODE_RDLIMIT) && P.qps < 2)

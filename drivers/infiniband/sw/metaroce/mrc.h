@@ -556,19 +556,6 @@ int mrc_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int mrc_cq_post(struct mrc_cq *cq, const struct metaroce_cqe *cqe,
 		bool solicited);
 
-/**
- * struct mrc_buf - the other end of a copy into or out of registered
- * memory (mrc_mr.c).
- * @p: a kernel buffer, when @skb is NULL; advanced as bytes move.
- * @skb: a received packet, read from @off on (copies into MRs only).
- * @off: offset in @skb, advanced likewise.
- */
-struct mrc_buf {
-	void *p;
-	const struct sk_buff *skb;
-	u32 off;
-};
-
 /* mrc_mr.c */
 struct ib_mr *mrc_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *mrc_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,

@@ -182,6 +182,19 @@ void mrc_mr_put(struct mrc_mr *mr)
 		complete(&mr->done);
 }
 
+/**
+ * struct mrc_buf - the other end of a copy into or out of registered
+ * memory.
+ * @p: a kernel buffer, when @skb is NULL; advanced as bytes move.
+ * @skb: a received packet, read from @off on (copies into MRs only).
+ * @off: offset in @skb, advanced likewise.
+ */
+struct mrc_buf {
+	void *p;
+	const struct sk_buff *skb;
+	u32 off;
+};
+
 /* move @n bytes between @b and @k, and advance @b; 0 or -EFAULT */
 static int mrc_buf_xfer(struct mrc_buf *b, void *k, u32 n, bool to_mr)
 {
@@ -267,14 +280,16 @@ int mrc_mr_copy_skb(struct mrc_mr *mr, u64 va, const struct sk_buff *skb,
 
 /*
  * Attach [@va, @va + @len) of @mr to @skb as page fragments, from fragment
- * *@nfrag on.  Return: 0; -EMSGSIZE if the MR has no pages (DMA MR) or the
- * range needs more fragments than an skb takes: copy instead.
+ * *@nfrag on, marked shared (see mrc_mr_attach_skb()).  Return: 0;
+ * -EMSGSIZE if the MR has no pages (DMA MR) or the range needs more
+ * fragments than an skb takes: copy instead.
  */
 static int mrc_mr_attach(struct mrc_mr *mr, u64 va, struct sk_buff *skb,
 			 u32 len, u32 *nfrag)
 {
 	if (mr->type != MRC_MR_USER)
 		return -EMSGSIZE;
+	skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
 	while (len) {
 		struct page *page;
 		u64 pg;
@@ -320,7 +335,6 @@ int mrc_mr_attach_skb(struct mrc_mr *mr, u64 va, struct sk_buff *skb,
 {
 	u32 nfrag = skb_shinfo(skb)->nr_frags;
 
-	skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
 	return mrc_mr_attach(mr, va, skb, len, &nfrag);
 }
 
@@ -356,8 +370,8 @@ int mrc_mr_atomic(struct mrc_mr *mr, u64 va, bool cas, u64 swap_add,
 
 /*
  * Resolve the bytes [@offset, @offset + @len) of a local scatter list to
- * ranges of MRs, each checked for @pd and @need, and hand each range to
- * @op: a copy to or from @b, or (@b NULL) a page attach to @skb.
+ * ranges of MRs, each checked for @pd and @need, and move each range: a
+ * copy to or from @b, or (@b NULL) a page attach to @skb.
  */
 static int mrc_sge_walk(struct mrc_dev *mdev, struct mrc_pd *pd,
 			const struct metaroce_sge *sge, u32 nsge, u32 offset,
@@ -468,7 +482,6 @@ int mrc_sge_attach_skb(struct mrc_dev *mdev, struct mrc_pd *pd,
 		       const struct metaroce_sge *sge, u32 nsge, u32 offset,
 		       struct sk_buff *skb, u32 len)
 {
-	skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
 	return mrc_sge_walk(mdev, pd, sge, nsge, offset, NULL, skb, len,
 			    false, 0);
 }
