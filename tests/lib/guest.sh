@@ -18,11 +18,11 @@
 #                              hostB eth0, L4-hash ECMP both ways (ECMP_*)
 #   ecmp_rxe_attach            init_net rxa <-> rA, rxb <-> rB (rxe over the
 #                              same ECMP fabric; policy routing as below)
-#   topo_incast N [--mtu M] [--rate R] [--limit P] [--ce T]
+#   topo_incast N [--mtu M] [--rate R] [--limit P] [--ce T] [--burst B]
 #                              N senders + receiver on a bridge whose port
 #                              towards the receiver is shaped and marks CE;
 #                              management bridge for control (INCAST_*)
-#   incast_rxe_attach N [--mtu M] [--rate R] [--limit P] [--ce T]
+#   incast_rxe_attach N [--mtu M] [--rate R] [--limit P] [--ce T] [--burst B]
 #                              rxe senders and receiver (init_net) on the
 #                              incast bridge, the receiver's port shaped
 #                              and marking like $INCAST_PORT (INCAST_RXE_*)
@@ -820,7 +820,8 @@ ecmp_rxe_attach() {
 # --- incast: N senders and a receiver on one switch ---------------------------------
 # Senders ${INCAST_SND}1..N (10.4.0.I) and $INCAST_RCV (10.4.0.200) on bridge
 # ibr0 in $INCAST_SW; the switch port towards the receiver ($INCAST_PORT) is
-# the bottleneck: htb at --rate (100mbit) with a marking leaf. Control
+# the bottleneck: htb at --rate (100mbit), token bucket --burst bytes
+# (default two frames), with a marking leaf. Control
 # traffic goes over a second bridge (mbr0: mg0 in every host, 10.5.0.I /
 # 10.5.0.200), never through the bottleneck.
 #
@@ -839,7 +840,7 @@ INCAST_N=0
 INCAST_RCV_IP=$INCAST_NET.200 INCAST_RCV_MGMT_IP=$INCAST_MGMT_NET.200
 
 topo_incast() {
-	local n=${1:-} mtu=1500 rate=100mbit limit=1000 ce=2ms i h ip mip q burst
+	local n=${1:-} mtu=1500 rate=100mbit limit=1000 ce=2ms i h ip mip q burst=''
 	[[ $n =~ ^[1-9][0-9]*$ ]] || { echo "topo_incast: need N senders" >&2; return 2; }
 	shift
 	while [ $# -gt 0 ]; do
@@ -848,6 +849,7 @@ topo_incast() {
 		--rate) rate=$2; shift 2 ;;
 		--limit) limit=$2; shift 2 ;;
 		--ce) ce=$2; shift 2 ;;
+		--burst) burst=$2; shift 2 ;;
 		*) echo "topo_incast: unknown option $1" >&2; return 2 ;;
 		esac
 	done
@@ -897,7 +899,7 @@ topo_incast() {
 		_ns_setup "$h" || return
 	done
 	_ns_setup "$INCAST_SW" || return
-	q=$((mtu + 14)) burst=$((2 * (mtu + 14)))
+	q=$((mtu + 14)) burst=${burst:-$((2 * (mtu + 14)))}
 	tc -n "$INCAST_SW" -batch - <<-EOF || return
 		qdisc replace dev $INCAST_PORT root handle 1: htb default 1
 		class replace dev $INCAST_PORT parent 1: classid 1:1 htb rate $rate ceil $rate burst $burst cburst $burst quantum $q
@@ -942,8 +944,8 @@ incast_rate() {
 	done | tc -n "$INCAST_SW" -batch -
 }
 
-# incast_rxe_attach N [--mtu M] [--rate R] [--limit P] [--ce T]: rxe on the
-# incast switch (call after topo_incast, same options). rxe (6.1) works in
+# incast_rxe_attach N [--mtu M] [--rate R] [--limit P] [--ce T] [--burst B]:
+# rxe on the incast switch (call after topo_incast, same options). rxe (6.1) works in
 # init_net only, so its hosts are init_net veths on the same bridge:
 # senders ${INCAST_RXE_S}I ($INCAST_RXE_NET.I) and the receiver
 # $INCAST_RXE_R ($INCAST_RXE_NET.200), whose switch port $INCAST_RXE_PORT
@@ -956,7 +958,7 @@ incast_rate() {
 : "${INCAST_RXE_PORT:=prxr}" "${INCAST_RXE_TABLE:=110}"
 INCAST_RXE_N=0
 incast_rxe_attach() {
-	local n=${1:-} mtu=1500 rate=100mbit limit=1000 ce=2ms i q burst r=$INCAST_RXE_NET.200
+	local n=${1:-} mtu=1500 rate=100mbit limit=1000 ce=2ms i q burst='' r=$INCAST_RXE_NET.200
 	[[ $n =~ ^[1-9][0-9]?$ ]] || { echo "incast_rxe_attach: need N senders" >&2; return 2; }
 	shift
 	while [ $# -gt 0 ]; do
@@ -965,6 +967,7 @@ incast_rxe_attach() {
 		--rate) rate=$2; shift 2 ;;
 		--limit) limit=$2; shift 2 ;;
 		--ce) ce=$2; shift 2 ;;
+		--burst) burst=$2; shift 2 ;;
 		*) echo "incast_rxe_attach: unknown option $1" >&2; return 2 ;;
 		esac
 	done
@@ -1004,7 +1007,7 @@ incast_rxe_attach() {
 		fi
 	} | _ipb - || return
 	_ns_setup "$INCAST_SW" || return
-	q=$((mtu + 14)) burst=$((2 * (mtu + 14)))
+	q=$((mtu + 14)) burst=${burst:-$((2 * (mtu + 14)))}
 	tc -n "$INCAST_SW" -batch - <<-EOF || return
 		qdisc replace dev $INCAST_RXE_PORT root handle 1: htb default 1
 		class replace dev $INCAST_RXE_PORT parent 1: classid 1:1 htb rate $rate ceil $rate burst $burst cburst $burst quantum $q
