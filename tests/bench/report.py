@@ -699,6 +699,7 @@ def summarize_incast(runs, pings):
     rate = runs[0]["rate_mbit"] if runs else 100
     out["rate_mbit"] = rate
     out["ce_ms"] = runs[0].get("ce_ms", 2) if runs else 2
+    out["burst_bytes"] = runs[0].get("burst_bytes") if runs else None
     # base RTT: ICMP through the idle bottleneck (the network's RTT); the
     # transport's lowest RTT sample only if ping gave nothing
     rtt_s = out["ping_min_ms"] / 1e3 if out["ping_min_ms"] else (
@@ -955,7 +956,9 @@ def cmd_render(args):
         md += ["", "## Incast runs", "",
                f"Base RTT {fmt(inc.get('ping_min_ms'), 3)} ms (lowest of 20 pings through the idle port; the lowest "
                f"rtt_min_us of metaroce's senders in these runs: {fmt(inc.get('base_rtt_us'), 0)} us), link "
-               f"{inc['rate_mbit']} Mbit/s: "
+               f"{inc['rate_mbit']} Mbit/s"
+               + (f" (htb token bucket {inc['burst_bytes'] / 1024:g} KiB)" if inc.get("burst_bytes") else "")
+               + ": "
                f"BDP = {fmt(bdp / 1000 if bdp else None, 1)} kB, 2 x BDP = {fmt(2 * bdp / 1000 if bdp else None, 1)} kB "
                f"(from {inc.get('bdp_from') or 'n/a'}). N ib_write_bw pairs (64 KiB, 1 QP each) start together; "
                "goodput per flow = iterations x 64 KiB / window; queue = backlog of the bottleneck's fq_codel leaf "
