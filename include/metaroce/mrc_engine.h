@@ -984,7 +984,10 @@ void mrc_credit_flow_init(struct mrc_credit_flow *f);
  */
 void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
 			u32 now, u32 tsval, bool ce);
-/* packets the flow may have outstanding: its fair share of the pool */
+/*
+ * packets the flow may have outstanding: its fair share of the pool;
+ * pool_max while it is the only active flow
+ */
 u32 mrc_credit_grant(const struct mrc_credit *c);
 /*
  * Hold ACKs for rotation, each for at least @hold_max_us before it is

@@ -19,7 +19,8 @@
  * hosts' scheduling noise hides it in the delay.
  * An epoch lasts until it has seen enough packets to judge (a slow
  * link), for up to MRC_CREDIT_EPOCH_MAX times its nominal length.
- * A single sender is left to its own congestion window.  Equal shares make the
+ * A single sender is left to its own congestion window (its grant is the
+ * ceiling; the pool keeps its size).  Equal shares make the
  * senders fair; a pool sized by delay keeps the queue short.  Loss plays
  * no part.
  *
@@ -88,8 +89,11 @@ static void mrc_credit_epoch(struct mrc_credit *c, u32 now)
 	c->seen = 0;
 	c->seen_both = 0;
 	if (c->active == 1) {
-		/* one sender: its own window handles its queue */
-		c->pool = c->pool_max * MRC_CR_ONE;
+		/*
+		 * One sender: its own window handles its queue (the grant is
+		 * pool_max).  The pool keeps its size for when others come
+		 * back: refilled, it would need many epochs of cuts.
+		 */
 	} else if (c->q_valid) {
 		u32 cut = 0;
 
@@ -208,7 +212,11 @@ void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
 
 u32 mrc_credit_grant(const struct mrc_credit *c)
 {
-	u32 share = (c->pool / MRC_CR_ONE) / (c->active ? c->active : 1);
+	u32 share;
+
+	if (c->active <= 1)
+		return c->pool_max;
+	share = (c->pool / MRC_CR_ONE) / c->active;
 
 	return share < MRC_CREDIT_MIN_FLOW ? MRC_CREDIT_MIN_FLOW : share;
 }

@@ -167,7 +167,7 @@ static void mrc_credit_flows_leave(struct kunit *test)
 {
 	struct mrc_credit_flow f[4];
 	struct mrc_credit c;
-	u32 now = 0, i;
+	u32 now = 0, i, pool;
 
 	mrc_credit_init(&c, 4, 400, 500, 1000);
 	for (i = 0; i < 4; i++)
@@ -191,6 +191,14 @@ static void mrc_credit_flows_leave(struct kunit *test)
 	cr_run(&c, f, 1, &now, 30, 100, 100000);
 	KUNIT_EXPECT_EQ(test, c.active, 1u);
 	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 400u);
+	/* but the pool keeps its size: the second flow is back at its share */
+	pool = c.pool;
+	KUNIT_EXPECT_LT(test, pool, 400u * 256);
+	cr_run(&c, f, 1, &now, 30, 100, 100000);
+	KUNIT_EXPECT_EQ(test, c.pool, pool);
+	cr_run(&c, f, 2, &now, 30, 100, 100000);
+	KUNIT_EXPECT_EQ(test, c.active, 2u);
+	KUNIT_EXPECT_LE(test, mrc_credit_grant(&c), pool / 256 / 2);
 }
 
 /* the base delay follows clock drift: old minima are forgotten */
