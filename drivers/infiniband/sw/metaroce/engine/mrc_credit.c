@@ -88,13 +88,12 @@ static void mrc_credit_epoch(struct mrc_credit *c, u32 now)
 	c->seen_prev = c->seen;
 	c->seen = 0;
 	c->seen_both = 0;
-	if (c->active == 1) {
-		/*
-		 * One sender: its own window handles its queue (the grant is
-		 * pool_max).  The pool keeps its size for when others come
-		 * back: refilled, it would need many epochs of cuts.
-		 */
-	} else if (c->q_valid) {
+	/*
+	 * One sender is left to its own window (mrc_credit_grant() gives it
+	 * pool_max), and the pool keeps its size for when others come back:
+	 * refilled, it would need many epochs of cuts.
+	 */
+	if (c->active > 1 && c->q_valid) {
 		u32 cut = 0;
 
 		/* a few late packets of an idle spell are no standing queue */
