@@ -836,11 +836,23 @@ ecmp_rxe_attach() {
 # hide the senders' congestion control.
 : "${INCAST_SW:=isw}" "${INCAST_SND:=snd}" "${INCAST_RCV:=rcv}" "${INCAST_PORT:=prcv}"
 : "${INCAST_NET:=10.4.0}" "${INCAST_MGMT_NET:=10.5.0}"
-INCAST_N=0
+INCAST_N=0 INCAST_BURST=0
 INCAST_RCV_IP=$INCAST_NET.200 INCAST_RCV_MGMT_IP=$INCAST_MGMT_NET.200
 
+# _incast_shape DEV RATE BURST MTU LIMIT CE: DEV (a port of $INCAST_SW)
+# as a bottleneck: htb at RATE with a token bucket of BURST bytes, one
+# frame per round, over the single-queue marking leaf.
+_incast_shape() {
+	local q=$(($4 + 14))
+	tc -n "$INCAST_SW" -batch - <<-EOF
+		qdisc replace dev $1 root handle 1: htb default 1
+		class replace dev $1 parent 1: classid 1:1 htb rate $2 ceil $2 burst $3 cburst $3 quantum $q
+		qdisc replace dev $1 parent 1:1 handle 10: fq_codel flows 1 limit $5 ce_threshold $6 ecn
+	EOF
+}
+
 topo_incast() {
-	local n=${1:-} mtu=1500 rate=100mbit limit=1000 ce=2ms i h ip mip q burst=''
+	local n=${1:-} mtu=1500 rate=100mbit limit=1000 ce=2ms i h ip mip burst=''
 	[[ $n =~ ^[1-9][0-9]*$ ]] || { echo "topo_incast: need N senders" >&2; return 2; }
 	shift
 	while [ $# -gt 0 ]; do
@@ -899,12 +911,8 @@ topo_incast() {
 		_ns_setup "$h" || return
 	done
 	_ns_setup "$INCAST_SW" || return
-	q=$((mtu + 14)) burst=${burst:-$((2 * (mtu + 14)))}
-	tc -n "$INCAST_SW" -batch - <<-EOF || return
-		qdisc replace dev $INCAST_PORT root handle 1: htb default 1
-		class replace dev $INCAST_PORT parent 1: classid 1:1 htb rate $rate ceil $rate burst $burst cburst $burst quantum $q
-		qdisc replace dev $INCAST_PORT parent 1:1 handle 10: fq_codel flows 1 limit $limit ce_threshold $ce ecn
-	EOF
+	INCAST_BURST=${burst:-$((2 * (mtu + 14)))}
+	_incast_shape "$INCAST_PORT" "$rate" "$INCAST_BURST" "$mtu" "$limit" "$ce" || return
 	for ((i = 1; i <= n; i++)); do
 		wait_for 10 in_host "$INCAST_SND$i" ping -c1 -W1 "$INCAST_RCV_IP" ||
 			{ echo "topo_incast: $INCAST_SND$i cannot ping $INCAST_RCV_IP" >&2; return 1; }
@@ -931,15 +939,15 @@ qdisc_stat() {
 
 # incast_qdisc_stat KEY: qdisc_stat of the marking leaf at the bottleneck.
 incast_qdisc_stat() { qdisc_stat "$INCAST_SW" "$INCAST_PORT" fq_codel "$1"; }
-# incast_rate RATE [CE]: change the bottleneck's rate (htb class) and
-# marking threshold.
+# incast_rate RATE [CE]: change the bottleneck's rate (htb class, the
+# token bucket topo_incast gave it) and marking threshold.
 incast_rate() {
 	local mtu p ports=("$INCAST_PORT")
 	mtu=$(ip -n "$INCAST_SW" -o link show "$INCAST_PORT") && [[ $mtu =~ mtu\ ([0-9]+) ]] || return
 	mtu=${BASH_REMATCH[1]}
 	[ "$INCAST_RXE_N" = 0 ] || ports+=("$INCAST_RXE_PORT")
 	for p in "${ports[@]}"; do
-		echo "class change dev $p parent 1: classid 1:1 htb rate $1 ceil $1 burst $((2 * (mtu + 14))) cburst $((2 * (mtu + 14))) quantum $((mtu + 14))"
+		echo "class change dev $p parent 1: classid 1:1 htb rate $1 ceil $1 burst $INCAST_BURST cburst $INCAST_BURST quantum $((mtu + 14))"
 		[ -z "${2:-}" ] || echo "qdisc change dev $p parent 1:1 handle 10: fq_codel ce_threshold $2"
 	done | tc -n "$INCAST_SW" -batch -
 }
@@ -958,7 +966,7 @@ incast_rate() {
 : "${INCAST_RXE_PORT:=prxr}" "${INCAST_RXE_TABLE:=110}"
 INCAST_RXE_N=0
 incast_rxe_attach() {
-	local n=${1:-} mtu=1500 rate=100mbit limit=1000 ce=2ms i q burst='' r=$INCAST_RXE_NET.200
+	local n=${1:-} mtu=1500 rate=100mbit limit=1000 ce=2ms i burst='' r=$INCAST_RXE_NET.200
 	[[ $n =~ ^[1-9][0-9]?$ ]] || { echo "incast_rxe_attach: need N senders" >&2; return 2; }
 	shift
 	while [ $# -gt 0 ]; do
@@ -1007,12 +1015,8 @@ incast_rxe_attach() {
 		fi
 	} | _ipb - || return
 	_ns_setup "$INCAST_SW" || return
-	q=$((mtu + 14)) burst=${burst:-$((2 * (mtu + 14)))}
-	tc -n "$INCAST_SW" -batch - <<-EOF || return
-		qdisc replace dev $INCAST_RXE_PORT root handle 1: htb default 1
-		class replace dev $INCAST_RXE_PORT parent 1: classid 1:1 htb rate $rate ceil $rate burst $burst cburst $burst quantum $q
-		qdisc replace dev $INCAST_RXE_PORT parent 1:1 handle 10: fq_codel flows 1 limit $limit ce_threshold $ce ecn
-	EOF
+	_incast_shape "$INCAST_RXE_PORT" "$rate" "${burst:-$((2 * (mtu + 14)))}" "$mtu" "$limit" "$ce" ||
+		return
 	for ((i = 1; i <= n; i++)); do
 		wait_for 10 ping -c1 -W1 -I "$INCAST_RXE_NET.$i" "$r" ||
 			{ echo "incast_rxe_attach: $INCAST_RXE_NET.$i cannot ping $r" >&2; return 1; }
