@@ -97,6 +97,8 @@
 #   METAROCE_BENCH_INCAST_DUR  incast run length in s (default 20, quick 12;
 #                              a third at each end is left out)
 #   METAROCE_BENCH_INCAST_N    sender counts (default 2,4,8)
+#   METAROCE_BENCH_INCAST_IVAL_US  the bottleneck's sampling interval in us
+#                              (default 50000)
 #   METAROCE_BENCH_INCAST_CE_US  the port's CE threshold in us (default 500:
 #                              about one BDP, below the 2 x BDP target; runs
 #                              before 2026-11-30 used 2000)
@@ -153,7 +155,8 @@ MP_FAIL=${METAROCE_BENCH_MP_FAIL:-blackhole} MP_LOSS=${METAROCE_BENCH_MP_LOSS:-5
 # the incast pairs connect one after the other on a busy guest (seconds
 # apart): a third of the run at each end is left out, so that every flow's
 # window sees all flows running (report.py checks the start spread)
-INC_MARGIN=$((INC_DUR / 3)) INC_NS=${METAROCE_BENCH_INCAST_N:-2,4,8} INC_IVAL_US=50000
+INC_MARGIN=$((INC_DUR / 3)) INC_NS=${METAROCE_BENCH_INCAST_N:-2,4,8}
+INC_IVAL_US=${METAROCE_BENCH_INCAST_IVAL_US:-50000}
 INC_VARIANTS=${METAROCE_BENCH_INCAST_VARIANTS:-full,nocc,nocred,rxe}
 INC_CE_US=${METAROCE_BENCH_INCAST_CE_US:-500}
 INC_BURST=${METAROCE_BENCH_INCAST_BURST:-65536}
