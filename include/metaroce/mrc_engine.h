@@ -81,6 +81,7 @@ u32 mrc_rtt_rto(const struct mrc_rtt *r);
 #define MRC_REO_WND_MIN_US	50	/* floor of the RACK reordering window */
 #define MRC_REO_STEPS_MAX	256	/* reo_wnd grows to min_rtt/4 x steps, power of 2 */
 #define MRC_REO_PERSIST		16	/* recoveries without a spurious retx */
+#define MRC_TMO_STEPS_MAX	8	/* timer margins grow up to this factor, power of 2 */
 #define MRC_TLP_MIN_US		1000	/* floor of the tail-loss probe timeout */
 
 /* ---- sender scoreboard ---- */
@@ -92,6 +93,7 @@ u32 mrc_rtt_rto(const struct mrc_rtt *r);
 #define MRC_TXS_REQ_SEEN	0x08	/* NEED_RESP slot whose request was ACKed */
 #define MRC_TXS_RACK		0x10	/* the latest loss mark came from RACK */
 #define MRC_TXS_CHARGED		0x20	/* the copy before was charged to its path */
+#define MRC_TXS_TIMER		0x40	/* the latest loss mark came from the RTO or a probe */
 
 /**
  * struct mrc_tx_slot - per-PSN sender state.
@@ -197,7 +199,16 @@ struct mrc_tx_path {
  * @tlp_min: floor of the tail-loss probe timeout (MRC_TLP_MIN_US).
  * @tlp_off: send no tail-loss probe (set by the caller: the peer's
  *	grant of one packet means it may hold ACKs, mrc_credit_hold()).
- * @probe_psn: the PSN to resend after MRC_TXT_PROBE.
+ * @probe_psn: the PSN to resend after MRC_TXT_PROBE (mrc_tx_on_timer()
+ *	has marked it lost).
+ * @tmo_steps: the probe timeout and the RTO's margin over srtt are
+ *	multiplied by this (1 .. @tmo_steps_max): a retransmission sent by
+ *	either timer that proves spurious doubles it, MRC_REO_PERSIST timer
+ *	retransmissions that were not halve it.
+ * @tmo_steps_max: ceiling of @tmo_steps, a power of two (MRC_TMO_STEPS_MAX
+ *	by default; 1: the timers never widen), caller tunable.
+ * @tmo_recov: timer retransmissions delivered since the last spurious one.
+ * @spurious_tmos: timer retransmissions found spurious, total.
  * @spurious: retransmissions found unnecessary (the original arrived).
  * @rtos: RTO expiries, total.
  * @spurious_rtos: RTOs after which the path turned out only slow.
@@ -234,6 +245,10 @@ struct mrc_tx {
 	u32 tlp_min;
 	bool tlp_off;
 	u32 probe_psn;
+	u32 tmo_steps;
+	u32 tmo_steps_max;
+	u32 tmo_recov;
+	u32 spurious_tmos;
 	u32 spurious;
 	u32 rtos;
 	u32 spurious_rtos;
@@ -368,8 +383,8 @@ int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r);
 u32 mrc_tx_detect_loss(struct mrc_tx *tx, u32 now);
 
 /**
- * mrc_tx_mark_lost() - declare @psn lost (RNR wait over, tail-loss probe,
- * RTO), so the next retransmission pass resends it.
+ * mrc_tx_mark_lost() - declare @psn lost (RNR wait over, go-back-N), so
+ * the next retransmission pass resends it.  The timers mark their own.
  * @tx: the sender.
  * @psn: the PSN.
  *
@@ -407,8 +422,9 @@ enum mrc_tx_timer_action {
  * Return: false when nothing is outstanding (no timer needed).
  *
  * The earliest of: the RACK reordering timer, the tail-loss probe
- * (2 srtt after the last send, while no probe is out) and the RTO
- * (rto << backoff after the oldest outstanding transmission).
+ * (max(2 srtt, tlp_min) x tmo_steps after the last send, while no probe
+ * is out) and the RTO (srtt plus the RTO's margin x tmo_steps, << backoff,
+ * after the oldest outstanding transmission).
  */
 bool mrc_tx_deadline(const struct mrc_tx *tx, u32 *deadline);
 

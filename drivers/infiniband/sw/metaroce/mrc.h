@@ -69,6 +69,7 @@ extern bool mrc_cc_enable;
 extern unsigned int mrc_cc_target_us;
 extern unsigned int mrc_reo_steps;
 extern unsigned int mrc_reo_cap_var;
+extern unsigned int mrc_tmo_steps;
 extern bool mrc_path_aware;
 extern bool mrc_ordered;
 extern bool mrc_cc_ecn;
@@ -104,6 +105,7 @@ enum mrc_stat {
 	MRC_ST_CC_CUTS,
 	MRC_ST_SPURIOUS_RETX,
 	MRC_ST_SPURIOUS_RTO,
+	MRC_ST_SPURIOUS_TMO,
 	MRC_ST_REO_WND,
 	MRC_ST_TX_DROP,
 	MRC_ST_RTT_LAST,
@@ -444,6 +446,7 @@ struct mrc_qp {
 	u8 peer_seg_shift;		/* largest segment the peer takes, 0: unknown */
 	u16 peer_dgram;			/* largest datagram the peer takes, 0: unknown */
 	u32 spurious_rtos;		/* tx.spurious_rtos already acted on */
+	u32 spurious_tmos;		/* tx.spurious_tmos already counted */
 	u32 retx_charged;		/* lost PSN charged, resend not yet built */
 	bool retx_charged_valid;
 	u32 spurious;			/* tx.spurious already counted */

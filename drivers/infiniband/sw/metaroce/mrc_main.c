@@ -58,6 +58,10 @@ unsigned int mrc_reo_cap_var = 4;
 module_param_named(reo_cap_var, mrc_reo_cap_var, uint, 0644);
 MODULE_PARM_DESC(reo_cap_var, "Cap of the RACK reordering window: srtt plus this many rttvar, 0..16 (default 4)");
 
+unsigned int mrc_tmo_steps = 8;
+module_param_named(tmo_steps, mrc_tmo_steps, uint, 0644);
+MODULE_PARM_DESC(tmo_steps, "Largest factor, 1..8, by which the tail-loss probe timeout and the RTO's margin over srtt widen while the retransmissions they send prove spurious (default 8; 1: never)");
+
 bool mrc_path_aware = true;
 module_param_named(path_aware, mrc_path_aware, bool, 0644);
 MODULE_PARM_DESC(path_aware, "Judge each entropy from ECN, RTT and loss feedback: skip congested ones, replace lossy ones (default on; off: plain round robin), read at QP creation");

@@ -423,6 +423,7 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			qp->peer_seg_shift = 0;
 			qp->peer_dgram = 0;
 			qp->spurious_rtos = 0;
+			qp->spurious_tmos = 0;
 			qp->spurious = 0;
 			qp->gbn_valid = false;
 			qp->retx_charged_valid = false;
@@ -433,6 +434,8 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			qp->tx.reo_steps_min = rounddown_pow_of_two(steps);
 			qp->tx.reo_steps = qp->tx.reo_steps_min;
 			qp->tx.reo_cap_var = min(mrc_reo_cap_var, 16U);
+			steps = clamp_val(mrc_tmo_steps, 1, MRC_TMO_STEPS_MAX);
+			qp->tx.tmo_steps_max = rounddown_pow_of_two(steps);
 			qp->rnr_left = qp->rnr_retry;
 		}
 		break;

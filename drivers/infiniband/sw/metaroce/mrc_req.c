@@ -768,6 +768,11 @@ static void mrc_req_cc(struct mrc_qp *qp, u32 now,
 			     qp->tx.spurious - qp->spurious);
 		qp->spurious = qp->tx.spurious;
 	}
+	if (qp->tx.spurious_tmos != qp->spurious_tmos) {
+		mrc_stat_add(mdev, MRC_ST_SPURIOUS_TMO,
+			     qp->tx.spurious_tmos - qp->spurious_tmos);
+		qp->spurious_tmos = qp->tx.spurious_tmos;
+	}
 	if (qp->tx.spurious_rtos != qp->spurious_rtos) {
 		/* F-RTO: the path was only slow, the RTO's cut goes */
 		mrc_stat_add(mdev, MRC_ST_SPURIOUS_RTO,
@@ -1101,8 +1106,8 @@ enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
 			     qp->tx.rack_marked - rack_marked);
 		break;
 	case MRC_TXT_PROBE:
+		/* the engine marked tx.probe_psn lost: resent below */
 		mrc_stat_inc(mdev, MRC_ST_TLP);
-		mrc_tx_mark_lost(&qp->tx, qp->tx.probe_psn);
 		break;
 	case MRC_TXT_RTO:
 		mrc_stat_inc(mdev, MRC_ST_RTO);

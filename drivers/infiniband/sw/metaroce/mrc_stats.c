@@ -26,6 +26,7 @@ static const struct rdma_stat_desc mrc_stat_desc[MRC_ST_NR] = {
 	[MRC_ST_CC_CUTS].name = "cc_window_cuts",
 	[MRC_ST_SPURIOUS_RETX].name = "spurious_retransmits",
 	[MRC_ST_SPURIOUS_RTO].name = "spurious_rtos",
+	[MRC_ST_SPURIOUS_TMO].name = "spurious_timer_retx",
 	[MRC_ST_REO_WND].name = "rack_reo_wnd_us",
 	[MRC_ST_TX_DROP].name = "tx_dropped",
 	[MRC_ST_RTT_LAST].name = "rtt_last_us",

@@ -34,14 +34,22 @@
  * Timers, all on the caller's u32 microsecond clock:
  * - RACK reordering timer: when a PSN sent before the RACK reference has
  *   waited rack_rtt + reo_wnd.
- * - Tail-loss probe: max(2 srtt, tlp_min) after the later of the last
- *   send and the last progress, while no probe is out, no PSN awaits a
- *   retransmission, no RTO has expired since the last progress and an
- *   RTT sample exists.  The caller resends tx->probe_psn, the highest
- *   PSN not yet delivered.
- * - RTO: mrc_rtt_rto() after the later of the oldest outstanding PSN's
- *   transmission and the last progress (responses to a long READ keep
- *   it from expiring while they stream in).
+ * - Tail-loss probe: max(2 srtt, tlp_min) x tmo_steps after the later of
+ *   the last send and the last progress, while no probe is out, no PSN
+ *   awaits a retransmission, no RTO has expired since the last progress
+ *   and an RTT sample exists.  The caller resends tx->probe_psn, the
+ *   highest PSN not yet delivered.
+ * - RTO: mrc_rtt_rto() with its margin over srtt x tmo_steps, after the
+ *   later of the oldest outstanding PSN's transmission and the last
+ *   progress (responses to a long READ keep it from expiring while they
+ *   stream in).
+ * A PSN resent by either timer that the receiver reports twice (ACK flag
+ * DUP), or whose ACK comes back sooner than min_rtt after the resend,
+ * was only late: the path's delay varies more than srtt and rttvar tell
+ * (a receiver holding ACKs for its credit rotation, a stalled host).
+ * Then tmo_steps doubles, up to tmo_steps_max; it halves after
+ * MRC_REO_PERSIST timer resends that were not spurious.  A spurious
+ * resend costs a packet of the bottleneck's queue and of its capacity.
  * Progress is an ACK or response that delivers a PSN; it resets the
  * consecutive timeout count and the backoff.
  */
@@ -114,6 +122,8 @@ void mrc_tx_init(struct mrc_tx *tx, struct mrc_tx_slot *slots, u32 nslots,
 	tx->reo_steps = 1;
 	tx->reo_steps_min = 1;
 	tx->tlp_min = MRC_TLP_MIN_US;
+	tx->tmo_steps = 1;
+	tx->tmo_steps_max = MRC_TMO_STEPS_MAX;
 	mrc_rtt_init(&tx->rtt, MRC_RTO_INIT_US, MRC_RTO_MIN_US, MRC_RTO_MAX_US);
 }
 
@@ -175,6 +185,31 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
 }
 
 /*
+ * A PSN the RTO or a probe resent arrived twice (@spurious) or was
+ * delivered: widen the timers' margin, or narrow it again after
+ * MRC_REO_PERSIST resends that were needed.  Judged once per resend.
+ */
+static void mrc_tx_timer_judge(struct mrc_tx *tx, struct mrc_tx_slot *s,
+			       bool spurious)
+{
+	if (!(s->flags & MRC_TXS_TIMER) || s->xmits < 2)
+		return;
+	if (!spurious) {
+		/* delivered; a DUP report may still follow: the mark stays */
+		if (++tx->tmo_recov >= MRC_REO_PERSIST && tx->tmo_steps > 1) {
+			tx->tmo_steps /= 2;
+			tx->tmo_recov = 0;
+		}
+		return;
+	}
+	s->flags &= ~MRC_TXS_TIMER;
+	tx->spurious_tmos++;
+	tx->tmo_recov = 0;
+	if (tx->tmo_steps < tx->tmo_steps_max)
+		tx->tmo_steps *= 2;
+}
+
+/*
  * Mark @psn delivered and offer it as RACK reference.  A retransmitted PSN
  * delivered sooner than min_rtt after its retransmission was delivered by
  * an earlier copy: its timing is ambiguous (no candidate) and the
@@ -198,8 +233,10 @@ static bool mrc_tx_deliver(struct mrc_tx *tx, u32 psn, u32 now,
 		tx->spurious++;
 		/* an earlier copy got through: for F-RTO the path is alive */
 		c->fresh = true;
+		mrc_tx_timer_judge(tx, s, true);
 		return s->flags & MRC_TXS_RACK;
 	}
+	mrc_tx_timer_judge(tx, s, false);
 	/*
 	 * Karn: which copy of a retransmitted PSN arrived is unknown, so its
 	 * send time says nothing about how long delivery takes.  Using it
@@ -264,9 +301,13 @@ static void mrc_tx_uncharge(struct mrc_ack_result *r, struct mrc_tx_slot *s)
  */
 static void mrc_tx_dup(struct mrc_tx *tx, u32 psn, struct mrc_ack_result *r)
 {
+	struct mrc_tx_slot *s;
+
 	if ((u32)(tx->nxt - psn) - 1 >= tx->nslots)
 		return;
-	mrc_tx_uncharge(r, mrc_tx_slot_rw(tx, psn));
+	s = mrc_tx_slot_rw(tx, psn);
+	mrc_tx_uncharge(r, s);
+	mrc_tx_timer_judge(tx, s, true);
 }
 
 /* an ACK covers @psn; Return: true if a retransmission proved spurious */
@@ -317,9 +358,16 @@ bool mrc_tx_mark_lost(struct mrc_tx *tx, u32 psn)
 	if (s->flags & (MRC_TXS_ACKED | MRC_TXS_LOST))
 		return false;
 	s->flags |= MRC_TXS_LOST;
-	s->flags &= ~MRC_TXS_RACK;
+	s->flags &= ~(MRC_TXS_RACK | MRC_TXS_TIMER);
 	tx->lost++;
 	return true;
+}
+
+/* the RTO or a probe resends @psn: judged by mrc_tx_timer_judge() */
+static void mrc_tx_mark_timer(struct mrc_tx *tx, u32 psn)
+{
+	if (mrc_tx_mark_lost(tx, psn))
+		mrc_tx_slot_rw(tx, psn)->flags |= MRC_TXS_TIMER;
 }
 
 static void mrc_tx_mark_all_lost(struct mrc_tx *tx)
@@ -327,7 +375,7 @@ static void mrc_tx_mark_all_lost(struct mrc_tx *tx)
 	u32 psn;
 
 	for (psn = tx->una; psn != tx->nxt; psn++)
-		mrc_tx_mark_lost(tx, psn);
+		mrc_tx_mark_timer(tx, psn);
 }
 
 /*
@@ -512,6 +560,7 @@ u32 mrc_tx_detect_loss(struct mrc_tx *tx, u32 now)
 		elapsed = now - s->xmit_ts;
 		if ((s32)elapsed >= 0 && elapsed >= wait) {
 			s->flags |= MRC_TXS_LOST | MRC_TXS_RACK;
+			s->flags &= ~MRC_TXS_TIMER;
 			tx->lost++;
 			n++;
 			continue;
@@ -557,28 +606,41 @@ bool mrc_tx_next_lost(const struct mrc_tx *tx, u32 *psn)
 	return false;
 }
 
+/* the RTO, its margin over srtt widened by tmo_steps */
+static u32 mrc_tx_rto(const struct mrc_tx *tx)
+{
+	u32 rto = mrc_rtt_rto(&tx->rtt);
+	u64 v;
+
+	if (tx->tmo_steps <= 1 || rto <= tx->rtt.srtt)
+		return rto;
+	v = tx->rtt.srtt + (u64)(rto - tx->rtt.srtt) * tx->tmo_steps;
+	return v > tx->rtt.rto_max ? tx->rtt.rto_max : (u32)v;
+}
+
 static u32 mrc_tx_rto_due(const struct mrc_tx *tx)
 {
 	u32 base = mrc_time_later(mrc_tx_slot(tx, tx->una)->xmit_ts,
 				  tx->progress_ts);
 
-	return base + mrc_rtt_rto(&tx->rtt);
+	return base + mrc_tx_rto(tx);
 }
 
 /* Return: true and the due time if a tail-loss probe is armed */
 static bool mrc_tx_tlp_due(const struct mrc_tx *tx, u32 *due)
 {
-	u32 pto;
+	u64 pto;
 
 	if (tx->tlp_out || tx->tlp_off || tx->lost || tx->timeouts ||
 	    !tx->rtt.srtt)
 		return false;
-	pto = tx->rtt.srtt > MRC_U32_MAX / 2 ? MRC_U32_MAX : 2 * tx->rtt.srtt;
+	pto = 2ull * tx->rtt.srtt;
 	if (pto < tx->tlp_min)
 		pto = tx->tlp_min;
+	pto *= tx->tmo_steps;
 	if (pto > MRC_S32_MAX)
 		pto = MRC_S32_MAX;
-	*due = mrc_time_later(tx->last_send_ts, tx->progress_ts) + pto;
+	*due = mrc_time_later(tx->last_send_ts, tx->progress_ts) + (u32)pto;
 	return true;
 }
 
@@ -629,7 +691,7 @@ enum mrc_tx_timer_action mrc_tx_on_timer(struct mrc_tx *tx, u32 now,
 			/* resend the oldest PSN only, see mrc_tx_frto() */
 			for (psn = tx->una; psn != tx->nxt; psn++) {
 				if (!(mrc_tx_slot(tx, psn)->flags & MRC_TXS_ACKED)) {
-					mrc_tx_mark_lost(tx, psn);
+					mrc_tx_mark_timer(tx, psn);
 					break;
 				}
 			}
@@ -649,6 +711,7 @@ enum mrc_tx_timer_action mrc_tx_on_timer(struct mrc_tx *tx, u32 now,
 		       (mrc_tx_slot(tx, psn)->flags & MRC_TXS_ACKED))
 			psn--;
 		tx->probe_psn = psn;
+		mrc_tx_mark_timer(tx, psn);
 		tx->tlp_out = true;
 		tx->tlps++;
 		return MRC_TXT_PROBE;

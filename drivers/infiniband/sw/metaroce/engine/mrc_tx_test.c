@@ -522,7 +522,8 @@ static void mrc_tx_tail_loss(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, psn, 4u);
 	psn++;
 	KUNIT_EXPECT_FALSE(test, mrc_tx_next_lost(tx, &psn));
-	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 5)->flags, 0);
+	/* not lost; still the probe's copy, for a DUP report to judge */
+	KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, 5)->flags, MRC_TXS_TIMER);
 
 	/* after an RTO no probe until progress; the next RTO is doubled */
 	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 2, 2204, 0, 0), 0);
@@ -1106,6 +1107,118 @@ static void mrc_tx_timestamps(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 50u);
 }
 
+/*
+ * Timer resends that prove spurious (a DUP report, or an ACK sooner than
+ * min_rtt after the resend) widen the probe timeout and the RTO's margin;
+ * MRC_REO_PERSIST needed ones narrow them again.
+ */
+static void mrc_tx_timer_margin_adapts(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_info a = { .dup = true };
+	struct mrc_ack_result r;
+	u32 d, i, t;
+
+	mrc_tt_warm(test, tx, 100);			/* RTO 100 + 1000 */
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 1u);
+
+	/* a probe; the original arrives, then the probe as a duplicate */
+	mrc_tt_send(test, tx, 1, 1000, 1);		/* PSN 1 */
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 1200u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, 1200, 7, 0), MRC_TXT_PROBE);
+	KUNIT_EXPECT_EQ(test, tx->probe_psn, 1u);
+	KUNIT_EXPECT_EQ(test, tx->lost, 1u);		/* marked by the engine */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, 1200, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1400, 2, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 1u);	/* not judged by timing */
+	KUNIT_EXPECT_EQ(test, tx->tmo_recov, 1u);
+	a.cum = 2;
+	a.dup_psn = 1;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 1450, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 2u);
+	KUNIT_EXPECT_EQ(test, tx->tmo_recov, 0u);
+	KUNIT_EXPECT_EQ(test, tx->spurious_tmos, 1u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 1460, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 2u);	/* once per resend */
+
+	/* probe 2 x 200, RTO 100 + 2 x 1000 */
+	mrc_tt_send(test, tx, 1, 2000, 1);		/* PSN 2 */
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 2400u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 2399, 7, 0), MRC_TXT_NONE);
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, 2400, 7, 0), MRC_TXT_PROBE);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 2, 1, 2400, 0, 0), 0);
+	/* delivered 20 us after the probe: the original did it */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 2420, 3, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 4u);
+	KUNIT_EXPECT_EQ(test, tx->spurious_tmos, 2u);
+
+	/* no probes (a grant of one packet): the RTO, 100 + 4 x 1000 */
+	tx->tlp_off = true;
+	mrc_tt_send(test, tx, 1, 3000, 1);		/* PSN 3 */
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 7100u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, 7100, 7, 0), MRC_TXT_RTO);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 3, 1, 7100, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 7300, 4, NOTS, NULL, 0, &r), 0);
+	a.cum = 4;
+	a.dup_psn = 3;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 7350, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 8u);
+	KUNIT_EXPECT_EQ(test, tx->spurious_tmos, 3u);
+
+	/* a RACK resend reported twice is no timer's doing */
+	tx->tlp_off = false;
+	mrc_tt_send(test, tx, 2, 8000, 1);		/* PSN 4, 5 */
+	mrc_tt_send(test, tx, 1, 8200, 1);		/* PSN 6 */
+	{
+		static const u32 s6[] = { 6 };
+
+		KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 8300, 4, NOTS, s6, 1,
+						 &r), 0);
+	}
+	KUNIT_ASSERT_EQ(test, mrc_tx_detect_loss(tx, 8300), 2u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 8300, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 5, 1, 8300, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 8600, 7, NOTS, NULL, 0, &r), 0);
+	a.cum = 7;
+	a.dup_psn = 4;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 8650, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->spurious_tmos, 3u);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 8u);	/* at most */
+
+	/* needed probes: after MRC_REO_PERSIST of them, half the margin */
+	for (i = 0; i < MRC_REO_PERSIST; i++) {
+		t = 10000 + i * 10000;
+		mrc_tt_send(test, tx, 1, t, 1);
+		KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+		KUNIT_EXPECT_EQ(test, d, t + 8 * 200);
+		KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0),
+				MRC_TXT_PROBE);
+		KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, tx->probe_psn, 1, d, 0,
+						  0), 0);
+		KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, d + 300, tx->nxt, NOTS,
+						 NULL, 0, &r), 0);
+	}
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 4u);
+	KUNIT_EXPECT_EQ(test, tx->tmo_recov, 0u);
+	KUNIT_EXPECT_EQ(test, tx->spurious_tmos, 3u);
+
+	/* the caller's ceiling: a spurious probe no longer widens them */
+	tx->tmo_steps_max = 4;
+	t = 200000;
+	mrc_tt_send(test, tx, 1, t, 1);
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, t + 4 * 200);
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_PROBE);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, tx->probe_psn, 1, d, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, d + 10, tx->nxt, NOTS, NULL, 0,
+					 &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->spurious_tmos, 4u);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 4u);
+}
+
 static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_send_rules),
 	KUNIT_CASE(mrc_tx_ack_everything),
@@ -1129,6 +1242,7 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_dup_uncharges),
 	KUNIT_CASE(mrc_tx_dup_report_adapts),
 	KUNIT_CASE(mrc_tx_frto_spurious_and_real),
+	KUNIT_CASE(mrc_tx_timer_margin_adapts),
 	KUNIT_CASE(mrc_tx_psn_wrap),
 	KUNIT_CASE(mrc_tx_timestamps),
 	{}
