@@ -687,6 +687,58 @@ static inline u32 mrc_cc_wnd(const struct mrc_cc *cc)
 	return cc->cwnd >> 8;
 }
 
+/* ---- sender pacing ---- */
+
+#define MRC_PACE_GAIN_SS	512u	/* 2.0 in 1/256: slow start */
+#define MRC_PACE_GAIN		320u	/* 1.25 in 1/256 */
+#define MRC_PACE_BURST		2	/* default packets back to back */
+#define MRC_PACE_BURST_MAX	64
+#define MRC_PACE_MIN_GAP_US	50	/* shorter gaps are not paced */
+#define MRC_PACE_GAP_MAX_US	100000
+
+/**
+ * struct mrc_pace - spacing of one QP's packets.
+ * @gap: microseconds between packets; 0: not paced.
+ * @last: when the latest packet went, as paced: a packet may go once
+ *	@gap has passed since.  Sending after a pause moves it back at most
+ *	(@burst - 1) x @gap, so that up to @burst packets go back to back.
+ * @burst: packets that may go back to back after a pause (>= 1).
+ * @min_gap: a rate whose gap is shorter is not paced (the host's timers
+ *	would cost more than the spacing gives).
+ * @held: a packet waited for its time; cleared when one goes or the
+ *	time has passed.
+ * @waits: packets that had to wait, a counter.
+ */
+struct mrc_pace {
+	u32 gap;
+	u32 last;
+	u32 burst;
+	u32 min_gap;
+	bool held;
+	u64 waits;
+};
+
+void mrc_pace_init(struct mrc_pace *p, u32 burst, u32 min_gap);
+/**
+ * mrc_pace_rate() - pace a window of @wnd packets over @srtt.
+ * @p: pacing state.
+ * @wnd: the sender's window in packets (congestion window, credit).
+ * @srtt: smoothed RTT in us; 0: no sample yet, not paced.
+ * @slow_start: the window still doubles per RTT: pace at twice the rate,
+ *	else at 1.25 times, so that the window, not the pacing, is the limit.
+ */
+void mrc_pace_rate(struct mrc_pace *p, u32 wnd, u32 srtt, bool slow_start);
+/* may a packet go at @now?  false: it waits, see mrc_pace_deadline() */
+bool mrc_pace_ok(struct mrc_pace *p, u32 now);
+/* a packet went at @now (after mrc_pace_ok() said it may) */
+void mrc_pace_sent(struct mrc_pace *p, u32 now);
+/*
+ * Return: true and when the waiting packet may go, if one waits and that
+ * time is still ahead of @now (a packet that could go but did not, say
+ * for a closed window, needs no timer).
+ */
+bool mrc_pace_deadline(const struct mrc_pace *p, u32 now, u32 *at);
+
 /* ---- path selection (entropies) ---- */
 
 #define MRC_PATH_MAX		256	/* entropies per QP */

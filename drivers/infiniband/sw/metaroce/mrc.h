@@ -70,6 +70,8 @@ extern unsigned int mrc_cc_target_us;
 extern unsigned int mrc_reo_steps;
 extern unsigned int mrc_reo_cap_var;
 extern unsigned int mrc_tmo_steps;
+extern bool mrc_pacing;
+extern unsigned int mrc_pacing_burst;
 extern bool mrc_path_aware;
 extern bool mrc_ordered;
 extern bool mrc_cc_ecn;
@@ -122,6 +124,7 @@ enum mrc_stat {
 	MRC_ST_CC_UNDOS,
 	MRC_ST_CREDIT_GRANTS,
 	MRC_ST_CREDIT_WAITS,
+	MRC_ST_PACE_WAITS,
 	MRC_ST_CREDIT_POOL,
 	MRC_ST_CREDIT_CUTS,
 	MRC_ST_CREDIT_CE_CUTS,
@@ -441,6 +444,8 @@ struct mrc_qp {
 	/* requester */
 	struct mrc_tx tx;
 	struct mrc_cc cc;
+	struct mrc_pace pace;
+	bool pacing;			/* pace (module parameter at RTS) */
 	u32 win_max;			/* window limit (module parameter) */
 	u32 credit;			/* the peer's grant, 0: no limit */
 	u8 peer_seg_shift;		/* largest segment the peer takes, 0: unknown */

@@ -62,6 +62,14 @@ unsigned int mrc_tmo_steps = 8;
 module_param_named(tmo_steps, mrc_tmo_steps, uint, 0644);
 MODULE_PARM_DESC(tmo_steps, "Largest factor, 1..8, by which the tail-loss probe timeout and the RTO's margin over srtt widen while the retransmissions they send prove spurious (default 8; 1: never)");
 
+bool mrc_pacing = true;
+module_param_named(pacing, mrc_pacing, bool, 0644);
+MODULE_PARM_DESC(pacing, "Pace each QP's packets at 1.25 times its window per smoothed RTT (twice in slow start) where that puts 50 us or more between them, read at QP RTS (default on)");
+
+unsigned int mrc_pacing_burst = MRC_PACE_BURST;
+module_param_named(pacing_burst, mrc_pacing_burst, uint, 0644);
+MODULE_PARM_DESC(pacing_burst, "Packets a paced QP may send back to back after a pause, 1..64, read at QP RTS (default 2)");
+
 bool mrc_path_aware = true;
 module_param_named(path_aware, mrc_path_aware, bool, 0644);
 MODULE_PARM_DESC(path_aware, "Judge each entropy from ECN, RTT and loss feedback: skip congested ones, replace lossy ones (default on; off: plain round robin), read at QP creation");

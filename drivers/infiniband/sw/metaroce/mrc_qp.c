@@ -419,6 +419,9 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 				    mrc_cc_enable ? 1 : qp->win_max,
 				    qp->win_max, mrc_cc_target_us);
 			qp->tx.wnd = mrc_cc_wnd(&qp->cc);
+			mrc_pace_init(&qp->pace, mrc_pacing_burst,
+				      MRC_PACE_MIN_GAP_US);
+			qp->pacing = mrc_pacing;
 			qp->credit = 0;
 			qp->peer_seg_shift = 0;
 			qp->peer_dgram = 0;

@@ -493,6 +493,21 @@ static void mrc_req_path_uncharge(struct mrc_qp *qp,
 			     qp->path.losses_undone - undone);
 }
 
+/*
+ * Must the next packet wait for its pacing time (locked)?  The transmit
+ * timer sends it then (mrc_tx_timer_update()).
+ */
+static bool mrc_req_paced(struct mrc_qp *qp, u32 now)
+{
+	u64 waits = qp->pace.waits;
+
+	if (mrc_pace_ok(&qp->pace, now))
+		return false;
+	if (qp->pace.waits != waits)
+		mrc_stat_inc(qp->mdev, MRC_ST_PACE_WAITS);
+	return true;
+}
+
 /* retransmit lost PSNs; returns false if it ran out of budget */
 static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 {
@@ -505,6 +520,8 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 		int err;
 
 		if (!mrc_tx_next_lost(&qp->tx, &psn))
+			break;
+		if (mrc_req_paced(qp, now))
 			break;
 		s = mrc_find_swqe(qp, psn);
 		if (!s) {
@@ -541,6 +558,7 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 		}
 		qp->retx_charged_valid = false;
 		mrc_tx_sent(&qp->tx, psn, n, now, sport, 0);
+		mrc_pace_sent(&qp->pace, now);
 		mrc_stat_inc(qp->mdev, MRC_ST_RETX_PKTS);
 		(*budget)--;
 		psn += n;
@@ -589,6 +607,8 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 				mrc_stat_inc(qp->mdev, MRC_ST_CREDIT_WAITS);
 			return true;
 		}
+		if (mrc_req_paced(qp, now))
+			return true;
 		if (!s->sent) {
 			s->first_psn = qp->tx.nxt;
 			if (mrc_op_needs_resp(s->op))
@@ -611,6 +631,7 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 		}
 		mrc_tx_sent(&qp->tx, psn, n, now, sport,
 			    mrc_op_needs_resp(s->op) ? MRC_TXS_NEED_RESP : 0);
+		mrc_pace_sent(&qp->pace, now);
 		s->sent += n;
 		(*budget)--;
 		if (s->sent == s->npsn)
@@ -625,12 +646,18 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 /* (re)arm the transmit timer for the engine's next deadline (locked) */
 void mrc_tx_timer_update(struct mrc_qp *qp)
 {
-	u32 now, at;
+	u32 now, at, t;
 	bool have;
 
 	if (qp->dead || (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD))
 		return;
+	now = mrc_now();
 	have = mrc_tx_deadline(&qp->tx, &at);
+	if (mrc_pace_deadline(&qp->pace, now, &t) &&
+	    (!have || mrc_time_before(t, at))) {
+		at = t;
+		have = true;
+	}
 	if (qp->rnr_wait && (!have || mrc_time_before(qp->rnr_until, at))) {
 		at = qp->rnr_until;
 		have = true;
@@ -644,7 +671,6 @@ void mrc_tx_timer_update(struct mrc_qp *qp)
 		return;
 	if (qp->tx_timer_armed && !mrc_time_before(at, qp->tx_timer_at))
 		return;	/* fires no later than needed; it re-arms itself */
-	now = mrc_now();
 	qp->tx_timer_at = at;
 	qp->tx_timer_armed = true;
 	hrtimer_start(&qp->tx_timer,
@@ -749,6 +775,9 @@ static void mrc_req_apply_wnd(struct mrc_qp *qp)
 	if (qp->credit && qp->credit < w)
 		w = qp->credit;
 	qp->tx.wnd = w;
+	if (qp->pacing)
+		mrc_pace_rate(&qp->pace, w, qp->tx.rtt.srtt,
+			      qp->cc.slow_start);
 	/*
 	 * A grant of one packet: the responder may hold this QP's ACKs
 	 * while other senders take turns; a probe would only resend.

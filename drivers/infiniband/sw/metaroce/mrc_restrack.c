@@ -85,6 +85,7 @@ int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 		mrc_res_add(&l, "rto_us", qp->tx.rtt.rto);
 		mrc_res_add(&l, "rto_backoff", qp->tx.rtt.backoff);
 		mrc_res_add(&l, "tmo_steps", qp->tx.tmo_steps);
+		mrc_res_add(&l, "pace_gap_us", qp->pace.gap);
 		mrc_res_add(&l, "tx_timer_armed", qp->tx_timer_armed);
 		mrc_res_add(&l, "rnr_wait", qp->rnr_wait);
 		mrc_res_add(&l, "rd_outstanding", qp->rd_outstanding);

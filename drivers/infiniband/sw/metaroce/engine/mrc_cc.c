@@ -167,6 +167,71 @@ void mrc_cc_undo_rto(struct mrc_cc *cc)
 	cc->undos++;
 }
 
+/*
+ * Pacing: an ACK that frees part of the window, or a credit grant, would
+ * otherwise release the freed packets in one burst into the queue in
+ * front of the bottleneck.  Spread over the RTT, packets arrive there at
+ * about the rate the window allows.  Short gaps (fast links, large
+ * windows) are left to the ACK clock.
+ */
+void mrc_pace_init(struct mrc_pace *p, u32 burst, u32 min_gap)
+{
+	memset(p, 0, sizeof(*p));
+	if (!burst)
+		burst = 1;
+	p->burst = burst > MRC_PACE_BURST_MAX ? MRC_PACE_BURST_MAX : burst;
+	p->min_gap = min_gap;
+}
+
+void mrc_pace_rate(struct mrc_pace *p, u32 wnd, u32 srtt, bool slow_start)
+{
+	u32 gain = slow_start ? MRC_PACE_GAIN_SS : MRC_PACE_GAIN;
+	u64 gap;
+
+	if (!wnd || !srtt) {
+		p->gap = 0;
+		return;
+	}
+	gap = mrc_div_u64((u64)srtt * MRC_CC_ONE, wnd * gain);
+	if (gap < p->min_gap || !gap)
+		p->gap = 0;
+	else
+		p->gap = gap > MRC_PACE_GAP_MAX_US ? MRC_PACE_GAP_MAX_US : (u32)gap;
+}
+
+bool mrc_pace_ok(struct mrc_pace *p, u32 now)
+{
+	if (!p->gap || now - p->last >= p->gap) {
+		p->held = false;
+		return true;
+	}
+	if (!p->held) {
+		p->held = true;
+		p->waits++;
+	}
+	return false;
+}
+
+void mrc_pace_sent(struct mrc_pace *p, u32 now)
+{
+	u32 lag = (p->burst - 1) * p->gap;
+
+	p->held = false;
+	/* after a pause only the burst allowance is owed, not the pause */
+	if (now - p->last >= p->gap + lag)
+		p->last = now - lag;
+	else
+		p->last += p->gap;
+}
+
+bool mrc_pace_deadline(const struct mrc_pace *p, u32 now, u32 *at)
+{
+	if (!p->held || !p->gap || now - p->last >= p->gap)
+		return false;
+	*at = p->last + p->gap;
+	return true;
+}
+
 #ifdef MRC_ENGINE_KUNIT
 #include "mrc_cc_test.c"
 #endif

@@ -164,7 +164,94 @@ static void mrc_cc_ecn_shares_rtt_limit(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cc.ecn_decreases, 1u);
 }
 
+static void mrc_pace_rate_from_window(struct kunit *test)
+{
+	struct mrc_pace p;
+
+	mrc_pace_init(&p, 2, 50);
+	/* 10 packets over 1000 us at 1.25 times: 80 us apart */
+	mrc_pace_rate(&p, 10, 1000, false);
+	KUNIT_EXPECT_EQ(test, p.gap, 80u);
+	/* slow start paces at twice the window's rate */
+	mrc_pace_rate(&p, 10, 1000, true);
+	KUNIT_EXPECT_EQ(test, p.gap, 50u);
+	/* gaps under min_gap, no RTT sample or no window: not paced */
+	mrc_pace_rate(&p, 100, 1000, false);
+	KUNIT_EXPECT_EQ(test, p.gap, 0u);
+	mrc_pace_rate(&p, 10, 0, false);
+	KUNIT_EXPECT_EQ(test, p.gap, 0u);
+	mrc_pace_rate(&p, 0, 1000, false);
+	KUNIT_EXPECT_EQ(test, p.gap, 0u);
+	/* a huge RTT is capped */
+	mrc_pace_rate(&p, 1, 0x7fffffff, false);
+	KUNIT_EXPECT_EQ(test, p.gap, (u32)MRC_PACE_GAP_MAX_US);
+	/* burst bounds */
+	mrc_pace_init(&p, 0, 0);
+	KUNIT_EXPECT_EQ(test, p.burst, 1u);
+	mrc_pace_init(&p, 1000, 0);
+	KUNIT_EXPECT_EQ(test, p.burst, (u32)MRC_PACE_BURST_MAX);
+}
+
+/* sends @n packets at @now that pacing lets go; Return: how many went */
+static u32 mrc_pt_send(struct mrc_pace *p, u32 now, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n && mrc_pace_ok(p, now); i++)
+		mrc_pace_sent(p, now);
+	return i;
+}
+
+static void mrc_pace_spaces_packets(struct kunit *test)
+{
+	struct mrc_pace p;
+	u32 at, t = 0xfffff000;	/* the clock wraps on the way */
+
+	mrc_pace_init(&p, 2, 50);
+	KUNIT_EXPECT_FALSE(test, mrc_pace_deadline(&p, t, &at));
+	p.gap = 100;
+	/* after a pause: the burst allowance, then one gap apart */
+	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, t, 8), 2u);
+	KUNIT_EXPECT_TRUE(test, p.held);
+	KUNIT_EXPECT_EQ(test, p.waits, 1u);
+	KUNIT_ASSERT_TRUE(test, mrc_pace_deadline(&p, t, &at));
+	KUNIT_EXPECT_EQ(test, at, t + 100);
+	/* asking again early is the same wait */
+	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, t + 99, 8), 0u);
+	KUNIT_EXPECT_EQ(test, p.waits, 1u);
+	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, t + 100, 8), 1u);
+	KUNIT_ASSERT_TRUE(test, mrc_pace_deadline(&p, t + 150, &at));
+	KUNIT_EXPECT_EQ(test, at, t + 200);
+	KUNIT_EXPECT_EQ(test, p.waits, 2u);
+	/*
+	 * The time passed but nothing went (say the window closed): no
+	 * deadline to wake up for, and the next wait counts anew.
+	 */
+	KUNIT_EXPECT_FALSE(test, mrc_pace_deadline(&p, t + 200, &at));
+	KUNIT_EXPECT_TRUE(test, mrc_pace_ok(&p, t + 300));
+	KUNIT_EXPECT_FALSE(test, p.held);
+	/* a late wake-up catches up by the burst allowance only */
+	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, t + 450, 8), 2u);
+	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, t + 10000, 8), 2u);
+	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, t + 10050, 8), 0u);
+	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, t + 10100, 8), 1u);
+	/* no longer paced: everything goes, nothing waits */
+	p.gap = 0;
+	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, t + 10101, 8), 8u);
+	KUNIT_EXPECT_FALSE(test, p.held);
+	KUNIT_EXPECT_FALSE(test, mrc_pace_deadline(&p, t + 10101, &at));
+	/* one packet at a time with a burst of one */
+	mrc_pace_init(&p, 1, 50);
+	p.gap = 300;
+	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, 5000, 8), 1u);
+	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, 5299, 8), 0u);
+	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, 5300, 8), 1u);
+	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, 9000, 8), 1u);
+}
+
 static struct kunit_case mrc_cc_cases[] = {
+	KUNIT_CASE(mrc_pace_rate_from_window),
+	KUNIT_CASE(mrc_pace_spaces_packets),
 	KUNIT_CASE(mrc_cc_ecn_fraction),
 	KUNIT_CASE(mrc_cc_ecn_shares_rtt_limit),
 	KUNIT_CASE(mrc_cc_grows_below_target),
