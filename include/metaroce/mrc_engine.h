@@ -705,8 +705,8 @@ static inline u32 mrc_cc_wnd(const struct mrc_cc *cc)
  * @burst: packets that may go back to back after a pause (>= 1).
  * @min_gap: a rate whose gap is shorter is not paced (the host's timers
  *	would cost more than the spacing gives).
- * @held: a packet waited for its time; cleared when one goes or the
- *	time has passed.
+ * @held: a packet waits for its time (mrc_pace_deadline()); cleared when
+ *	one goes, or by mrc_pace_expire() once the time has passed.
  * @waits: packets that had to wait, a counter.
  */
 struct mrc_pace {
@@ -732,12 +732,14 @@ void mrc_pace_rate(struct mrc_pace *p, u32 wnd, u32 srtt, bool slow_start);
 bool mrc_pace_ok(struct mrc_pace *p, u32 now);
 /* a packet went at @now (after mrc_pace_ok() said it may) */
 void mrc_pace_sent(struct mrc_pace *p, u32 now);
+/* Return: true and when the waiting packet may go, if one waits */
+bool mrc_pace_deadline(const struct mrc_pace *p, u32 *at);
 /*
- * Return: true and when the waiting packet may go, if one waits and that
- * time is still ahead of @now (a packet that could go but did not, say
- * for a closed window, needs no timer).
+ * The caller's timer fired at @now: a wait that is over ends here, so that
+ * a packet held back since by something else (a closed window) arms no
+ * timer of its own
  */
-bool mrc_pace_deadline(const struct mrc_pace *p, u32 now, u32 *at);
+void mrc_pace_expire(struct mrc_pace *p, u32 now);
 
 /* ---- path selection (entropies) ---- */
 

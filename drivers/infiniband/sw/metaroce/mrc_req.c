@@ -651,9 +651,9 @@ void mrc_tx_timer_update(struct mrc_qp *qp)
 
 	if (qp->dead || (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD))
 		return;
-	now = mrc_now();
 	have = mrc_tx_deadline(&qp->tx, &at);
-	if (mrc_pace_deadline(&qp->pace, now, &t) &&
+	/* a time already past fires at once (see mrc_tx_timer_fn()) */
+	if (mrc_pace_deadline(&qp->pace, &t) &&
 	    (!have || mrc_time_before(t, at))) {
 		at = t;
 		have = true;
@@ -671,6 +671,7 @@ void mrc_tx_timer_update(struct mrc_qp *qp)
 		return;
 	if (qp->tx_timer_armed && !mrc_time_before(at, qp->tx_timer_at))
 		return;	/* fires no later than needed; it re-arms itself */
+	now = mrc_now();
 	qp->tx_timer_at = at;
 	qp->tx_timer_armed = true;
 	hrtimer_start(&qp->tx_timer,
@@ -1126,6 +1127,8 @@ enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
 		spin_unlock(&qp->lock);
 		return HRTIMER_NORESTART;
 	}
+	/* a packet that waited for pacing goes below, or waits for more */
+	mrc_pace_expire(&qp->pace, now);
 	rack_marked = qp->tx.rack_marked;
 	act = mrc_tx_on_timer(&qp->tx, now, qp->retry_cnt,
 			      mrc_fail_after_us(qp));

@@ -224,12 +224,18 @@ void mrc_pace_sent(struct mrc_pace *p, u32 now)
 		p->last += p->gap;
 }
 
-bool mrc_pace_deadline(const struct mrc_pace *p, u32 now, u32 *at)
+bool mrc_pace_deadline(const struct mrc_pace *p, u32 *at)
 {
-	if (!p->held || !p->gap || now - p->last >= p->gap)
+	if (!p->held || !p->gap)
 		return false;
 	*at = p->last + p->gap;
 	return true;
+}
+
+void mrc_pace_expire(struct mrc_pace *p, u32 now)
+{
+	if (!p->gap || now - p->last >= p->gap)
+		p->held = false;
 }
 
 #ifdef MRC_ENGINE_KUNIT

@@ -208,26 +208,30 @@ static void mrc_pace_spaces_packets(struct kunit *test)
 	u32 at, t = 0xfffff000;	/* the clock wraps on the way */
 
 	mrc_pace_init(&p, 2, 50);
-	KUNIT_EXPECT_FALSE(test, mrc_pace_deadline(&p, t, &at));
+	KUNIT_EXPECT_FALSE(test, mrc_pace_deadline(&p, &at));
 	p.gap = 100;
 	/* after a pause: the burst allowance, then one gap apart */
 	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, t, 8), 2u);
 	KUNIT_EXPECT_TRUE(test, p.held);
 	KUNIT_EXPECT_EQ(test, p.waits, 1u);
-	KUNIT_ASSERT_TRUE(test, mrc_pace_deadline(&p, t, &at));
+	KUNIT_ASSERT_TRUE(test, mrc_pace_deadline(&p, &at));
 	KUNIT_EXPECT_EQ(test, at, t + 100);
 	/* asking again early is the same wait */
 	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, t + 99, 8), 0u);
 	KUNIT_EXPECT_EQ(test, p.waits, 1u);
 	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, t + 100, 8), 1u);
-	KUNIT_ASSERT_TRUE(test, mrc_pace_deadline(&p, t + 150, &at));
+	KUNIT_ASSERT_TRUE(test, mrc_pace_deadline(&p, &at));
 	KUNIT_EXPECT_EQ(test, at, t + 200);
 	KUNIT_EXPECT_EQ(test, p.waits, 2u);
 	/*
-	 * The time passed but nothing went (say the window closed): no
-	 * deadline to wake up for, and the next wait counts anew.
+	 * The caller's timer: early, the wait goes on; once the time has
+	 * passed, the wait ends even if nothing went (say the window closed),
+	 * and no deadline is left to wake up for.
 	 */
-	KUNIT_EXPECT_FALSE(test, mrc_pace_deadline(&p, t + 200, &at));
+	mrc_pace_expire(&p, t + 199);
+	KUNIT_EXPECT_TRUE(test, mrc_pace_deadline(&p, &at));
+	mrc_pace_expire(&p, t + 200);
+	KUNIT_EXPECT_FALSE(test, mrc_pace_deadline(&p, &at));
 	KUNIT_EXPECT_TRUE(test, mrc_pace_ok(&p, t + 300));
 	KUNIT_EXPECT_FALSE(test, p.held);
 	/* a late wake-up catches up by the burst allowance only */
@@ -239,7 +243,7 @@ static void mrc_pace_spaces_packets(struct kunit *test)
 	p.gap = 0;
 	KUNIT_EXPECT_EQ(test, mrc_pt_send(&p, t + 10101, 8), 8u);
 	KUNIT_EXPECT_FALSE(test, p.held);
-	KUNIT_EXPECT_FALSE(test, mrc_pace_deadline(&p, t + 10101, &at));
+	KUNIT_EXPECT_FALSE(test, mrc_pace_deadline(&p, &at));
 	/* one packet at a time with a burst of one */
 	mrc_pace_init(&p, 1, 50);
 	p.gap = 300;
