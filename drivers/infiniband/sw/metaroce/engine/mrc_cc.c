@@ -188,7 +188,8 @@ void mrc_pace_rate(struct mrc_pace *p, u32 wnd, u32 srtt, bool slow_start)
 	u32 gain = slow_start ? MRC_PACE_GAIN_SS : MRC_PACE_GAIN;
 	u64 gap;
 
-	if (!wnd || !srtt) {
+	/* a window of millions of packets is not paced either */
+	if (!wnd || !srtt || wnd > MRC_U32_MAX / gain) {
 		p->gap = 0;
 		return;
 	}

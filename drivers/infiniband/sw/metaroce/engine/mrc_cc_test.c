@@ -182,6 +182,8 @@ static void mrc_pace_rate_from_window(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, p.gap, 0u);
 	mrc_pace_rate(&p, 0, 1000, false);
 	KUNIT_EXPECT_EQ(test, p.gap, 0u);
+	mrc_pace_rate(&p, 0xffffffff, 1000, false);
+	KUNIT_EXPECT_EQ(test, p.gap, 0u);
 	/* a huge RTT is capped */
 	mrc_pace_rate(&p, 1, 0x7fffffff, false);
 	KUNIT_EXPECT_EQ(test, p.gap, (u32)MRC_PACE_GAP_MAX_US);
