@@ -194,15 +194,21 @@ void mrc_pace_rate(struct mrc_pace *p, u32 wnd, u32 srtt, bool slow_start)
 		return;
 	}
 	gap = mrc_div_u64((u64)srtt * MRC_CC_ONE, wnd * gain);
-	if (gap < p->min_gap || !gap)
+	if (gap < p->min_gap)
 		p->gap = 0;
 	else
 		p->gap = gap > MRC_PACE_GAP_MAX_US ? MRC_PACE_GAP_MAX_US : (u32)gap;
 }
 
+/* not paced, or the gap since the last packet has passed */
+static bool mrc_pace_due(const struct mrc_pace *p, u32 now)
+{
+	return !p->gap || now - p->last >= p->gap;
+}
+
 bool mrc_pace_ok(struct mrc_pace *p, u32 now)
 {
-	if (!p->gap || now - p->last >= p->gap) {
+	if (mrc_pace_due(p, now)) {
 		p->held = false;
 		return true;
 	}
@@ -235,7 +241,7 @@ bool mrc_pace_deadline(const struct mrc_pace *p, u32 *at)
 
 void mrc_pace_expire(struct mrc_pace *p, u32 now)
 {
-	if (!p->gap || now - p->last >= p->gap)
+	if (mrc_pace_due(p, now))
 		p->held = false;
 }
 

@@ -164,29 +164,30 @@ static void mrc_cc_ecn_shares_rtt_limit(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cc.ecn_decreases, 1u);
 }
 
+/* the gap mrc_pace_rate() sets for @wnd packets over @srtt */
+static u32 mrc_pt_gap(struct mrc_pace *p, u32 wnd, u32 srtt, bool ss)
+{
+	mrc_pace_rate(p, wnd, srtt, ss);
+	return p->gap;
+}
+
 static void mrc_pace_rate_from_window(struct kunit *test)
 {
 	struct mrc_pace p;
 
 	mrc_pace_init(&p, 2, 50);
 	/* 10 packets over 1000 us at 1.25 times: 80 us apart */
-	mrc_pace_rate(&p, 10, 1000, false);
-	KUNIT_EXPECT_EQ(test, p.gap, 80u);
+	KUNIT_EXPECT_EQ(test, mrc_pt_gap(&p, 10, 1000, false), 80u);
 	/* slow start paces at twice the window's rate */
-	mrc_pace_rate(&p, 10, 1000, true);
-	KUNIT_EXPECT_EQ(test, p.gap, 50u);
+	KUNIT_EXPECT_EQ(test, mrc_pt_gap(&p, 10, 1000, true), 50u);
 	/* gaps under min_gap, no RTT sample or no window: not paced */
-	mrc_pace_rate(&p, 100, 1000, false);
-	KUNIT_EXPECT_EQ(test, p.gap, 0u);
-	mrc_pace_rate(&p, 10, 0, false);
-	KUNIT_EXPECT_EQ(test, p.gap, 0u);
-	mrc_pace_rate(&p, 0, 1000, false);
-	KUNIT_EXPECT_EQ(test, p.gap, 0u);
-	mrc_pace_rate(&p, 0xffffffff, 1000, false);
-	KUNIT_EXPECT_EQ(test, p.gap, 0u);
+	KUNIT_EXPECT_EQ(test, mrc_pt_gap(&p, 100, 1000, false), 0u);
+	KUNIT_EXPECT_EQ(test, mrc_pt_gap(&p, 10, 0, false), 0u);
+	KUNIT_EXPECT_EQ(test, mrc_pt_gap(&p, 0, 1000, false), 0u);
+	KUNIT_EXPECT_EQ(test, mrc_pt_gap(&p, 0xffffffff, 1000, false), 0u);
 	/* a huge RTT is capped */
-	mrc_pace_rate(&p, 1, 0x7fffffff, false);
-	KUNIT_EXPECT_EQ(test, p.gap, (u32)MRC_PACE_GAP_MAX_US);
+	KUNIT_EXPECT_EQ(test, mrc_pt_gap(&p, 1, 0x7fffffff, false),
+			(u32)MRC_PACE_GAP_MAX_US);
 	/* burst bounds */
 	mrc_pace_init(&p, 0, 0);
 	KUNIT_EXPECT_EQ(test, p.burst, 1u);
