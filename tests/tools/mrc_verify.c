@@ -59,7 +59,7 @@
 #define RECV_BIT	(1ull << 63)
 #define IDX_MASK	((1ull << 40) - 1)
 #define CTL_MAGIC	0x4d524356u	/* "MRCV" */
-#define CTL_VERSION	4
+#define CTL_VERSION	5
 
 enum optype {
 	OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CAS, OP_FAA,
@@ -542,6 +542,7 @@ enum ctl_type {
 	CTL_ERR,		/* the sender failed */
 	CTL_POSTED,		/* rnr mode: the client posted on qp */
 	CTL_WARM,		/* special modes: warm-up finished */
+	CTL_RTS,		/* special modes: QPs are at RTS */
 };
 
 struct ctl {
@@ -2031,12 +2032,19 @@ static void post1(struct qpc *q, enum ibv_wr_opcode opc, uint64_t wr_id, void *b
 		die("qp %u: ibv_post_send: %s", q->idx, strerror(ret));
 }
 
-/* one 8-byte WRITE per QP that must succeed: the path works */
+/*
+ * One 8-byte WRITE per QP that must succeed: the path works.  Both sides
+ * reach RTS first: a WRITE that arrives before the peer's QP is at RTR is
+ * dropped, and with a short ACK timeout the retries can run out before it
+ * gets there.
+ */
 static void warm_up(void)
 {
 	unsigned i;
 	struct ibv_wc wc;
 
+	ctl_send(CTL_RTS, 0, 0, 0, 0, 0);
+	ctl_wait(CTL_RTS, NULL);
 	for (i = 0; i < P.qps; i++) {
 		struct qpc *q = &Q[i];
 
