@@ -804,7 +804,7 @@ inc_run() {
 			one=''
 			for name in tx_packets retransmitted_packets rto_events spurious_rtos \
 				tail_loss_probes rack_losses cc_window_cuts window_cuts_ecn \
-				window_cut_undos ecn_echoes_received credit_waits paced_waits path_switches \
+				window_cut_undos ecn_echoes_received credit_waits paced_waits small_grant_segments path_switches \
 				path_delay_skips entropies_retired; do
 				k=$RC_DEV_S$i:$name
 				one+="${one:+,}\"$name\":$((${c1[$k]:-0} - ${c0[$k]:-0}))"

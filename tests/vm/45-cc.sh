@@ -10,10 +10,11 @@
 #  1. 8 -> 1 incast (100 Mbit/s, CE above 2 ms; then 20 Mbit/s, 10 ms):
 #     every flow verified, no error CQE, no retry_exceeded; the port marks
 #     CE; the receiver counts the marks, the senders get the echoes and
-#     cut their windows (ECN reaction counters) and pace their packets
-#     (paced_waits); the receiver's credit pool drops below one packet
-#     per sender and rotates (ACK holds), fewer than a quarter of the
-#     holds run out, and CE marks cut the pool
+#     cut their windows (ECN reaction counters), pace their packets
+#     (paced_waits) and, granted a packet or two, cut 4 KiB rather than
+#     8 KiB segments (small_grant_segments); the receiver's credit pool
+#     drops below one packet per sender and rotates (ACK holds), fewer
+#     than a quarter of the holds run out, and CE marks cut the pool
 #  2. two flows (10 Mbit/s, 20 ms): per-flow verified goodput, Jain index;
 #     each flow >= 25 % of the total
 # Per-flow goodput is mrc_verify's goodput_mbps (verified bytes / stream
@@ -122,7 +123,7 @@ flow_diag() { # DESC FLOWS...
 	done
 	t_diag "$desc: verified Mbit/s per flow:$s; sum $CC_SUM; Jain $(jain "${CC_GP[@]}")"
 	t_diag "$desc: bottleneck sent $CC_MBPS Mbit/s over $((CC_SECS / 10)).$((CC_SECS % 10)) s of streams, CE marks $CC_MARKS, drops $CC_DROPS; guest CPU busy $CC_CPU %"
-	t_diag "$desc: senders: tx $(sum_delta tx_packets "${devs[@]}") retx $(sum_delta retransmitted_packets "${devs[@]}") rto $(sum_delta rto_events "${devs[@]}") ecn_echoes_received $(sum_delta ecn_echoes_received "${devs[@]}") window_cuts_ecn $(sum_delta window_cuts_ecn "${devs[@]}") cc_window_cuts $(sum_delta cc_window_cuts "${devs[@]}") credit_waits $(sum_delta credit_waits "${devs[@]}") paced_waits $(sum_delta paced_waits "${devs[@]}"); receiver: ecn_marks_received $(sum_delta ecn_marks_received "$RC_DEV_R") credits_granted $(sum_delta credits_granted "$RC_DEV_R") credit_ack_holds $(sum_delta credit_ack_holds "$RC_DEV_R") credit_hold_timeouts $(sum_delta credit_hold_timeouts "$RC_DEV_R") credit_pool_cuts $(sum_delta credit_pool_cuts "$RC_DEV_R") credit_pool_ce_cuts $(sum_delta credit_pool_ce_cuts "$RC_DEV_R") credit_arrival_gap_us ${c1[$RC_DEV_R:credit_arrival_gap_us]:-?} (at the end) dup $(sum_delta duplicate_packets "$RC_DEV_R")"
+	t_diag "$desc: senders: tx $(sum_delta tx_packets "${devs[@]}") retx $(sum_delta retransmitted_packets "${devs[@]}") rto $(sum_delta rto_events "${devs[@]}") ecn_echoes_received $(sum_delta ecn_echoes_received "${devs[@]}") window_cuts_ecn $(sum_delta window_cuts_ecn "${devs[@]}") cc_window_cuts $(sum_delta cc_window_cuts "${devs[@]}") credit_waits $(sum_delta credit_waits "${devs[@]}") paced_waits $(sum_delta paced_waits "${devs[@]}") small_grant_segments $(sum_delta small_grant_segments "${devs[@]}") bytes/packet $(awk -v b="$(sum_delta tx_bytes "${devs[@]}")" -v p="$(sum_delta tx_packets "${devs[@]}")" 'BEGIN { if (p > 0) printf "%.0f", b / p }'); receiver: ecn_marks_received $(sum_delta ecn_marks_received "$RC_DEV_R") credits_granted $(sum_delta credits_granted "$RC_DEV_R") credit_ack_holds $(sum_delta credit_ack_holds "$RC_DEV_R") credit_hold_timeouts $(sum_delta credit_hold_timeouts "$RC_DEV_R") credit_pool_cuts $(sum_delta credit_pool_cuts "$RC_DEV_R") credit_pool_ce_cuts $(sum_delta credit_pool_ce_cuts "$RC_DEV_R") credit_arrival_gap_us ${c1[$RC_DEV_R:credit_arrival_gap_us]:-?} (at the end) dup $(sum_delta duplicate_packets "$RC_DEV_R")"
 }
 
 # counter_check DESC COUNTER DEV...: the counter grew (TODO if absent)
@@ -165,6 +166,8 @@ for rc in $INCAST; do
 	counter_check "$d: the senders get the marks echoed" ecn_echoes_received "${SENDERS[@]}"
 	counter_check "$d: the senders cut their windows on ECN" window_cuts_ecn "${SENDERS[@]}"
 	counter_check "$d: the senders pace their packets" paced_waits "${SENDERS[@]}"
+	counter_check "$d: grants under jumbo_credit_min keep segments at the path MTU" \
+		small_grant_segments "${SENDERS[@]}"
 	counter_check "$d: the receiver rotates its credit pool (holds ACKs)" credit_ack_holds "$RC_DEV_R"
 	counter_check "$d: CE marks shrink the receiver's credit pool" credit_pool_ce_cuts "$RC_DEV_R"
 	# a hold lasts as long as a turn of the held senders takes, on a slow

@@ -77,6 +77,7 @@ extern bool mrc_ordered;
 extern bool mrc_cc_ecn;
 extern bool mrc_credits;
 extern bool mrc_jumbo;
+extern unsigned int mrc_jumbo_credit_min;
 extern bool mrc_tx_zcopy;
 extern unsigned int mrc_credit_target_us;
 extern unsigned int mrc_credit_epoch_us;
@@ -125,6 +126,7 @@ enum mrc_stat {
 	MRC_ST_CREDIT_GRANTS,
 	MRC_ST_CREDIT_WAITS,
 	MRC_ST_PACE_WAITS,
+	MRC_ST_SMALL_GRANT_SEGS,
 	MRC_ST_CREDIT_POOL,
 	MRC_ST_CREDIT_CUTS,
 	MRC_ST_CREDIT_CE_CUTS,

@@ -86,6 +86,10 @@ bool mrc_jumbo = true;
 module_param_named(jumbo, mrc_jumbo, bool, 0644);
 MODULE_PARM_DESC(jumbo, "RC QPs at the largest path MTU of their netdev fill their packets once the peer's ACKs give its datagram size: SEND/WRITE segments up to 8192 bytes (1440 at MTU 1500), READ segments of 8192 when both netdevs take them; read at each work request (default on)");
 
+unsigned int mrc_jumbo_credit_min = 3;
+module_param_named(jumbo_credit_min, mrc_jumbo_credit_min, uint, 0644);
+MODULE_PARM_DESC(jumbo_credit_min, "With jumbo on, a SEND or WRITE whose jumbo segments would be at least twice the path MTU's uses the path MTU's while the peer grants the QP fewer than this many packets of credit: in an incast the receiver's queue holds half the bytes (default 3; 0: jumbo segments whatever the grant); read at each work request");
+
 bool mrc_credits = true;
 module_param_named(credits, mrc_credits, bool, 0644);
 MODULE_PARM_DESC(credits, "Receiver credits: ACKs grant each sending QP an equal share of a pool sized by the queueing delay in front of this receiver (default on)");

@@ -78,12 +78,13 @@ static u8 mrc_req_seg_shift(const struct mrc_qp *qp)
  * The segment size of a new SEND or WRITE whose header is @hdr_len bytes:
  * the path MTU's, except that a QP at the largest path MTU its netdev
  * takes fills its packets to what both ends take (at most 8192 bytes of
- * payload), once an ACK said how large a datagram the peer takes.  The
+ * payload), once an ACK said how large a datagram the peer takes, and
+ * unless the peer's credit grant is under jumbo_credit_min packets.  The
  * data header names no segment size, so it need not be a power of two.
  */
 static u32 mrc_req_data_seg(const struct mrc_qp *qp, u32 hdr_len)
 {
-	u32 path = 1u << qp->pmtu_shift, room;
+	u32 path = 1u << qp->pmtu_shift, room, seg;
 
 	if (!READ_ONCE(mrc_jumbo) || !qp->peer_dgram ||
 	    qp->pmtu_shift != mrc_seg_shift_fit(qp->mdev, MRC_PMTU_IB_SHIFT))
@@ -91,7 +92,18 @@ static u32 mrc_req_data_seg(const struct mrc_qp *qp, u32 hdr_len)
 	room = min_t(u32, mrc_qp_dgram_max(qp), qp->peer_dgram);
 	if (room <= hdr_len + path)
 		return path;
-	return min_t(u32, room - hdr_len, 1u << MRC_PMTU_MAX_SHIFT);
+	seg = min_t(u32, room - hdr_len, 1u << MRC_PMTU_MAX_SHIFT);
+	/*
+	 * A grant of a packet or two means many senders share the
+	 * receiver's link: it counts packets in one queue, so keep them
+	 * small there.
+	 */
+	if (seg >= 2 * path && qp->credit &&
+	    qp->credit < READ_ONCE(mrc_jumbo_credit_min)) {
+		mrc_stat_inc(qp->mdev, MRC_ST_SMALL_GRANT_SEGS);
+		return path;
+	}
+	return seg;
 }
 
 /* the header flags a work request's data packets carry besides LAST */

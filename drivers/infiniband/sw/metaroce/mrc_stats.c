@@ -44,6 +44,7 @@ static const struct rdma_stat_desc mrc_stat_desc[MRC_ST_NR] = {
 	[MRC_ST_CREDIT_GRANTS].name = "credits_granted",
 	[MRC_ST_CREDIT_WAITS].name = "credit_waits",
 	[MRC_ST_PACE_WAITS].name = "paced_waits",
+	[MRC_ST_SMALL_GRANT_SEGS].name = "small_grant_segments",
 	[MRC_ST_CREDIT_POOL].name = "credit_pool",
 	[MRC_ST_CREDIT_CUTS].name = "credit_pool_cuts",
 	[MRC_ST_CREDIT_CE_CUTS].name = "credit_pool_ce_cuts",
