@@ -249,12 +249,13 @@ setup() {
 	while read -r f; do
 		[[ $f == "cpu MHz"* ]] && { TSC_MHZ=${f##*: }; break; }
 	done </proc/cpuinfo
-	local ncpu=0 kver perf
+	local ncpu=0 kver perf clk=''
 	for f in /sys/devices/system/cpu/cpu[0-9]*; do ncpu=$((ncpu + 1)); done
+	read -r clk </sys/devices/system/clocksource/clocksource0/current_clocksource
 	kver=$(</proc/sys/kernel/osrelease)
 	perf=$(dpkg-query -W -f='${Version}' perftest 2>/dev/null)
-	bench_record "\"type\":\"meta\",\"guest_kernel\":$(jstr "$kver"),\"guest_cpus\":$ncpu,\"tsc_mhz\":$(jnum "$TSC_MHZ"),\"perftest\":$(jstr "$perf"),\"quick\":$QUICK,\"scenarios\":$(jstr "$SCENARIOS"),\"providers\":$(jstr "${PROVS[*]}"),\"queue_pkts\":$QPKTS,\"dur_s\":$DUR,\"margin_s\":$MARGIN,\"window_s\":$WINDOW,\"mrc_params\":$(jstr "${MRC_PARAMS:-}"),\"module_params\":{$params}"
-	echo "bench: guest $kver, $ncpu CPUs, TSC $TSC_MHZ MHz, perftest $perf, module parameters: ${MRC_PARAMS:-defaults}"
+	bench_record "\"type\":\"meta\",\"guest_kernel\":$(jstr "$kver"),\"guest_cpus\":$ncpu,\"tsc_mhz\":$(jnum "$TSC_MHZ"),\"clocksource\":$(jstr "$clk"),\"perftest\":$(jstr "$perf"),\"quick\":$QUICK,\"scenarios\":$(jstr "$SCENARIOS"),\"providers\":$(jstr "${PROVS[*]}"),\"queue_pkts\":$QPKTS,\"dur_s\":$DUR,\"margin_s\":$MARGIN,\"window_s\":$WINDOW,\"mrc_params\":$(jstr "${MRC_PARAMS:-}"),\"module_params\":{$params}"
+	echo "bench: guest $kver, $ncpu CPUs, TSC $TSC_MHZ MHz, clocksource $clk, perftest $perf, module parameters: ${MRC_PARAMS:-defaults}"
 }
 
 # queue bytes: QPKTS full-size packets (RDMA MTU payload + headers)

@@ -872,7 +872,8 @@ def cmd_render(args):
               + (" (**quick mode**)" if meta.get("quick") else "")
               + ("" if meta.get("complete", True) else " (**incomplete: the guest did not finish**)"))
     md.append(f"- guest: kernel {meta.get('guest_kernel', '?')}, {meta.get('guest_cpus', '?')} vCPUs (QEMU TCG), "
-              f"TSC {meta.get('tsc_mhz', '?')} MHz, perftest {meta.get('perftest', '?')}")
+              f"TSC {meta.get('tsc_mhz', '?')} MHz, clocksource {meta.get('clocksource', 'hpet (not recorded)')}, "
+              f"perftest {meta.get('perftest', '?')}")
     md.append(f"- host: {meta.get('host_cpus', '?')} CPUs shared with other work; load average during the run "
               f"mean {meta.get('host_load_mean', '?')}, max {meta.get('host_load_max', '?')} "
               f"(start {meta.get('host_load_start', '?')}, end {meta.get('host_load_end', '?')}); "
