@@ -517,6 +517,8 @@ struct mrc_qp {
 	struct work_struct send_work;
 	struct sk_buff_head txq;	/* built packets waiting to go out */
 	unsigned long txq_busy;	/* bit 0: a CPU is sending txq */
+	struct sk_buff_head ackq;	/* built ACKs and NAKs */
+	unsigned long ackq_busy;	/* bit 0: a CPU is sending ackq */
 	struct dst_cache dst_cache;	/* RC: the route to the peer */
 };
 
@@ -530,7 +532,7 @@ static inline struct mrc_dev *qp_dev(struct mrc_qp *qp)
 	return qp->mdev;
 }
 
-/* per-skb control block while queued on qp->txq */
+/* per-skb control block while queued on qp->txq or qp->ackq */
 struct mrc_skb_cb {
 	u16 sport;
 };
@@ -662,6 +664,7 @@ void mrc_udp_xmit6(struct mrc_dev *mdev, struct sk_buff *skb,
 void mrc_pkt_init(struct mrc_qp *qp, struct mrc_pkt *p, u8 op, u32 psn,
 		  u32 now);
 void mrc_queue_pkt(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
+void mrc_queue_ack(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
 void mrc_flush_txq(struct mrc_qp *qp);
 u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid, bool lone, u32 now);
 

@@ -134,6 +134,7 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	refcount_set(&qp->ref, 1);
 	init_completion(&qp->done);
 	skb_queue_head_init(&qp->txq);
+	skb_queue_head_init(&qp->ackq);
 	INIT_WORK(&qp->send_work, mrc_send_work);
 	hrtimer_init(&qp->tx_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	qp->tx_timer.function = mrc_tx_timer_fn;
@@ -534,6 +535,7 @@ int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	hrtimer_cancel(&qp->ack_timer);
 	cancel_work_sync(&qp->send_work);
 	skb_queue_purge(&qp->txq);
+	skb_queue_purge(&qp->ackq);
 	mrc_qp_free_bufs(qp);
 	atomic_dec(&mdev->n_qp);
 	return 0;

@@ -1180,6 +1180,12 @@ enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
 		spin_unlock(&qp->lock);
 		return HRTIMER_NORESTART;
 	default:
+		/* nothing due, nothing to send: a pass would only re-arm */
+		if (!mrc_send_has_work(qp)) {
+			mrc_tx_timer_update(qp);
+			spin_unlock(&qp->lock);
+			return HRTIMER_NORESTART;
+		}
 		break;
 	}
 	spin_unlock(&qp->lock);

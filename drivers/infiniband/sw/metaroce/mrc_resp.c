@@ -75,7 +75,7 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 	 * Back on the trigger's port: ACKs spread as the requests do, and a
 	 * ping-pong stays on one path (and receive CPU) both ways.
 	 */
-	mrc_queue_pkt(qp, skb, qp->last_entropy ? qp->last_entropy :
+	mrc_queue_ack(qp, skb, qp->last_entropy ? qp->last_entropy :
 			       mrc_pick_entropy(qp, 0, false, now));
 }
 

@@ -98,7 +98,8 @@ int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 		mrc_res_add(&l, "entropies", qp->path.n);
 		mrc_res_add(&l, "ordered", qp->ordered);
 	}
-	mrc_res_add(&l, "txq_len", skb_queue_len(&qp->txq));
+	mrc_res_add(&l, "txq_len",
+		    skb_queue_len(&qp->txq) + skb_queue_len(&qp->ackq));
 	spin_unlock_bh(&qp->lock);
 	return mrc_res_put(msg, l.v, l.n);
 }
