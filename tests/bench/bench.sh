@@ -377,8 +377,8 @@ cyc_us() {
 # provider: an unshaped ib_write_bw (PROF_DUR s) and an ib_write_lat, each
 # under the function_graph tracer restricted to the provider's module and
 # the network and timer functions both use (Debian's kernel has no
-# function profiler; sampling profilers get ~20 samples a run in a TCG
-# guest). funcgraph-tail names every closing brace, so each traced
+# function profiler; perf's cpu-clock sampling works in the guest too, but
+# gives no call counts). funcgraph-tail names every closing brace, so each traced
 # function's duration (its callees included) is summed per name. The
 # record keeps the PROF_TOP functions by total time, with their hits, and
 # the events the ring buffer lost (overrun).
