@@ -19,6 +19,10 @@
 #   eff    unshaped ib_write_bw (CPU-bound): goodput, and guest CPU seconds
 #          per GB from /proc/stat sampled in the switch namespace while the
 #          traffic runs (report.py takes the steady part of the samples).
+#   perf   (opt-in) ib_write_lat / ib_send_lat as in lat, each under
+#          `perf record -a -e cpu-clock` (the guest has no PMU; the
+#          software clock samples both vCPUs): the symbols with the
+#          largest share of all samples, kernel and user.
 #   lat    ib_write_lat / ib_send_lat (2 bytes) unshaped: median
 #          (t_typical) and 99th percentile. Client pinned to CPU 0, server
 #          to CPU 1; perftest reports TSC cycles (-C), converted with the
@@ -119,6 +123,8 @@
 #   METAROCE_BENCH_INCAST_VSIZE  message size of the verify streams (64K)
 #   METAROCE_BENCH_PROF_TOP / _DUR  prof scenario: functions kept (40),
 #                              ib_write_bw seconds (3)
+#   METAROCE_BENCH_PERF_HZ / _TOP  perf scenario: sampling rate (2000 Hz),
+#                              symbols kept (40)
 #   MRC_PARAMS                 rdma_metaroce module parameters (modprobe)
 set -uo pipefail
 BENCH_DIR=$(cd "${BASH_SOURCE[0]%/*}" && pwd -P)
@@ -458,6 +464,42 @@ scen_prof() {
 			printf '  %-8s %s: %s iterations\n' "$prov" "$tool" "${iters:-?}"
 		done
 	done
+}
+
+# --- opt-in scenario: sampled profile of the latency tools ----------------------------------
+# Not in the default list. Unlike prof, nothing is traced, so the run
+# keeps close to its normal speed; what it gives is where the CPUs spend
+# their time (shares of samples), not call counts.
+PERF_HZ=${METAROCE_BENCH_PERF_HZ:-2000} PERF_TOP=${METAROCE_BENCH_PERF_TOP:-40}
+scen_perf() {
+	local prov tool f top n pct sym rest tot cnt where fl
+	command -v perf >/dev/null || { echo "bench: perf is not installed (linux-perf)" >&2; return 1; }
+	bench_topo 9000 || return
+	f=/tmp/bench_perf.data
+	for tool in ib_write_lat ib_send_lat; do
+		for prov in "${PROVS[@]}"; do
+			say "perf: $tool sampled at $PERF_HZ Hz, $prov"
+			bench_prov "$prov" || continue
+			bench_shape 0 0 - -
+			B_CLI_WRAP=(perf record -q -a -e cpu-clock -F "$PERF_HZ" -o "$f" --)
+			perf_try /tmp/bench_perf 180 $LAT_PIN "$tool" -F -C -n "$LAT_N"
+			B_CLI_WRAP=()
+			# "  12.43%  1650  [k] symbol": share, samples, kernel/user, symbol
+			top='' n=0 tot=0
+			while read -r pct rest; do
+				[[ $pct =~ ^[0-9.]+%$ ]] || continue
+				read -r cnt where sym <<<"$rest"
+				tot=$((tot + cnt))
+				[ "$n" -lt "$PERF_TOP" ] || continue
+				n=$((n + 1))
+				top+="${top:+,}[$(jstr "$sym"),$(jstr "${where//[][]/}"),$cnt]"
+			done < <(perf report -i "$f" --stdio -n --no-children --sort sym -g none --percent-limit 0 2>/dev/null)
+			read -ra fl <<<"$P_LINE"
+			bench_record "\"scen\":\"perf\",\"prov\":\"$prov\",\"tool\":\"$tool\",\"hz\":$PERF_HZ,\"iters\":$(jnum "${fl[1]:-}"),\"tsc_mhz\":$(jnum "$TSC_MHZ"),\"median\":$(jnum "${fl[4]:-}"),\"samples\":$tot,\"top\":[$top],$(run_fields)"
+			printf '  %-8s %s samples, median %s us\n' "$prov" "$tot" "$(cyc_us "${fl[4]:-}")"
+		done
+	done
+	rm -f "$f"
 }
 
 # --- scenario 4: recovery after an outage --------------------------------------------------

@@ -40,6 +40,8 @@ BENCH_MTU='' BENCH_RXE_GID_A='' BENCH_RXE_GID_B=''
 # shellcheck disable=SC2034 # for the scenarios
 B_PROV='' B_NS_A='' B_NS_B='' B_DEV_A='' B_DEV_B='' B_GID_A='' B_GID_B=''
 B_CTRL='' B_DATA_PORT='' B_ACK_PORT=''
+# a command (array) put in front of every perftest client, or none
+B_CLI_WRAP=()
 
 jstr() {
 	local s=${1//\\/\\\\}
@@ -172,6 +174,8 @@ bench_perf() {
 	[ "$pin" = 0 ] || { srv+=(taskset -c 1); cli+=(taskset -c 0); }
 	srv+=("$tool" -d "$B_DEV_B" -x "$B_GID_B" "$@")
 	cli+=("$tool" -d "$B_DEV_A" -x "$B_GID_A" "$@" "$B_CTRL")
+	# a command that wraps the client (the perf scenario's sampler)
+	[ "${#B_CLI_WRAP[@]}" = 0 ] || cli=("${B_CLI_WRAP[@]}" "${cli[@]}")
 	bench_srv_cli "$to" "$log" "${srv[@]}" -- "${cli[@]}"
 }
 

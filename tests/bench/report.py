@@ -852,7 +852,7 @@ def cmd_render(args):
     if by("incast"):
         summary["incast"] = summarize_incast(by("incast"), by("incast_ping"))
         rows += incast_rows(summary["incast"])
-    known = {"loss", "eff", "lat", "recov", "mp", "incast", "incast_ping", "prof"}
+    known = {"loss", "eff", "lat", "recov", "mp", "incast", "incast_ping", "prof", "perf"}
     other = sorted({r.get("scen") for r in runs} - known)
     targets = [r for r in rows if r[4] != "-"]
     summary["targets"] = {"total": len(targets), "pass": sum(1 for r in targets if "pass" in r[5]),
@@ -998,6 +998,26 @@ def cmd_render(args):
                                 "us per iteration"],
                                [[f, h, fmt(t, 0), fmt(a, 2), fmt(h / its, 2) if its else "n/a",
                                  fmt(t / its, 2) if its else "n/a"] for f, h, t, a in prof.get("top") or []]))
+            md.append("")
+    if by("perf"):
+        md += ["", "## Sampled profile (perf)", "",
+               "`perf record -a -e cpu-clock` over the whole latency run (both vCPUs, kernel and user); "
+               "share = a symbol's samples over all samples, idle included; us per iteration = its samples "
+               "x the sampling period (CPU time of both vCPUs together) / perftest's iterations. Sampling "
+               "costs an interrupt per sample, so the run is a little slower than in the lat scenario. "
+               "User symbols without a name are perftest's own code.", ""]
+        for r in by("perf"):
+            its, tot, hz = r.get("iters") or 0, r.get("samples") or 0, r.get("hz") or 0
+            med = r.get("median")
+            mhz = r.get("tsc_mhz")
+            lat = fmt(med / mhz, 1) if med and mhz else "?"
+            md += [f"### {r.get('prov')}, {r.get('tool')} ({its or '?'} iterations, median {lat} us, "
+                   f"{tot} samples at {hz} Hz)", ""]
+            md.append(md_table(["symbol", "where", "samples", "share", "us per iteration"],
+                               [[sym, "kernel" if w == "k" else "user", cnt,
+                                 fmt(100.0 * cnt / tot, 1, " %") if tot else "n/a",
+                                 fmt(cnt * 1e6 / hz / its, 2) if its and hz else "n/a"]
+                                for sym, w, cnt in r.get("top") or []]))
             md.append("")
     retried = [r for r in runs if r.get("attempts", 1) > 1 or r.get("error")]
     if retried:
