@@ -19,10 +19,6 @@
 #   eff    unshaped ib_write_bw (CPU-bound): goodput, and guest CPU seconds
 #          per GB from /proc/stat sampled in the switch namespace while the
 #          traffic runs (report.py takes the steady part of the samples).
-#   perf   (opt-in) ib_write_lat / ib_send_lat as in lat, each under
-#          `perf record -a -e cpu-clock` (the guest has no PMU; the
-#          software clock samples both vCPUs): the symbols with the
-#          largest share of all samples, kernel and user.
 #   lat    ib_write_lat / ib_send_lat (2 bytes) unshaped: median
 #          (t_typical) and 99th percentile. Client pinned to CPU 0, server
 #          to CPU 1; perftest reports TSC cycles (-C), converted with the
@@ -65,6 +61,11 @@
 #          of the link for metaroce against 0.94-0.95 with the event-driven
 #          clients, same boot). Goodput at 1 % loss, uncongested: see the
 #          loss scenario.
+#   perf   (opt-in) ib_write_lat / ib_send_lat as in lat, the client
+#          under `perf record -a -e cpu-clock` (the guest has no PMU; the
+#          software clock samples both vCPUs, connection set-up
+#          included): the symbols with the largest share of all
+#          samples, kernel and user.
 #
 # Queue: each shaped direction is netem (loss) with a tbf child (rate and
 # queue). rxe has no congestion control and keeps up to 128 packets
