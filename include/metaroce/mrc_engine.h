@@ -632,6 +632,9 @@ void mrc_ackc_sent(struct mrc_ackc *c);
  * @rto_cwnd: the window before the current run of RTOs.
  * @rto_saved: @rto_cwnd is valid (no progress since the first RTO).
  * @undos: RTO cuts undone because the RTO was spurious.
+ * @used: most packets in flight after a send in the current delay window
+ *	(mrc_cc_sent()).
+ * @used_prev: the same for the previous delay window.
  */
 struct mrc_cc {
 	u32 cwnd;
@@ -655,12 +658,19 @@ struct mrc_cc {
 	u32 rto_cwnd;
 	bool rto_saved;
 	u64 undos;
+	u32 used;
+	u32 used_prev;
 };
 
 #define MRC_CC_ALPHA_ONE	1024u
 
 void mrc_cc_init(struct mrc_cc *cc, u32 init, u32 min, u32 max,
 		 u32 target_us);
+/*
+ * a packet left and @inflight PSNs are in flight: the window grows only
+ * while the sender uses it (mrc_cc_on_ack())
+ */
+void mrc_cc_sent(struct mrc_cc *cc, u32 inflight);
 /* an ACK delivered @newly_acked PSNs with RTT sample @rtt (0: none) */
 void mrc_cc_on_ack(struct mrc_cc *cc, u32 now, u32 newly_acked, u32 rtt,
 		   u32 srtt);

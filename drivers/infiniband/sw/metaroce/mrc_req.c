@@ -571,6 +571,7 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 		qp->retx_charged_valid = false;
 		mrc_tx_sent(&qp->tx, psn, n, now, sport, 0);
 		mrc_pace_sent(&qp->pace, now);
+		mrc_cc_sent(&qp->cc, mrc_tx_inflight(&qp->tx));
 		mrc_stat_inc(qp->mdev, MRC_ST_RETX_PKTS);
 		(*budget)--;
 		psn += n;
@@ -644,6 +645,7 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 		mrc_tx_sent(&qp->tx, psn, n, now, sport,
 			    mrc_op_needs_resp(s->op) ? MRC_TXS_NEED_RESP : 0);
 		mrc_pace_sent(&qp->pace, now);
+		mrc_cc_sent(&qp->cc, mrc_tx_inflight(&qp->tx));
 		s->sent += n;
 		(*budget)--;
 		if (s->sent == s->npsn)

@@ -4,7 +4,9 @@
  *
  * The window (in packets, 8 fractional bits) grows while the RTT stays
  * within target_us of the smallest RTT seen, by one packet per window
- * (additive increase; doubling per RTT while in slow start), and shrinks
+ * (additive increase; doubling per RTT while in slow start) while the
+ * sender uses it (RFC 7661: in the last two delay windows it had the window
+ * in flight, to within a packet, or half of it in slow start), and shrinks
  * at most once per smoothed RTT in proportion to how far the smallest RTT
  * sample of the last smoothed RTT is over the target (one late sample is
  * scheduling noise, a standing queue delays them all):
@@ -55,6 +57,27 @@ static void mrc_cc_clamp(struct mrc_cc *cc)
 		cc->cwnd = cc->max * MRC_CC_ONE;
 }
 
+void mrc_cc_sent(struct mrc_cc *cc, u32 inflight)
+{
+	if (inflight > cc->used)
+		cc->used = inflight;
+}
+
+/*
+ * Did the window hold the sender back?  A window that a receiver's credit,
+ * or the application, keeps from being used would otherwise grow without
+ * a test of the path, and be sent in one burst once the credit goes up.
+ */
+static bool mrc_cc_limited(const struct mrc_cc *cc)
+{
+	u32 peak = cc->used > cc->used_prev ? cc->used : cc->used_prev;
+	u64 used = (u64)peak * MRC_CC_ONE;
+
+	if (cc->slow_start)
+		return 2 * used >= cc->cwnd;
+	return used + MRC_CC_ONE >= cc->cwnd;
+}
+
 static void mrc_cc_decrease(struct mrc_cc *cc, u32 factor, u32 now)
 {
 	cc->cwnd = (u32)(((u64)cc->cwnd * factor) / MRC_CC_ONE);
@@ -90,7 +113,7 @@ void mrc_cc_on_ack(struct mrc_cc *cc, u32 now, u32 newly_acked, u32 rtt,
 		cc->dwin_min = rtt;
 	}
 
-	if (rtt <= target && newly_acked) {
+	if (rtt <= target && newly_acked && mrc_cc_limited(cc)) {
 		if (cc->slow_start)
 			cc->cwnd += newly_acked * MRC_CC_ONE;
 		else
@@ -102,6 +125,8 @@ void mrc_cc_on_ack(struct mrc_cc *cc, u32 now, u32 newly_acked, u32 rtt,
 		return;
 	min = cc->dwin_min;
 	cc->dwin_valid = false;
+	cc->used_prev = cc->used;
+	cc->used = 0;
 	if (min <= target)
 		return;
 	/* over the target all window long: at most one cut per RTT */

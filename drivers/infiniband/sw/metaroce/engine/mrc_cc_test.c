@@ -9,6 +9,7 @@ static void mrc_cc_grows_below_target(struct kunit *test)
 	struct mrc_cc cc;
 
 	mrc_cc_init(&cc, 16, 2, 512, 500);
+	mrc_cc_sent(&cc, 16);
 	/* slow start: one packet per packet ACKed */
 	mrc_cc_on_ack(&cc, 1000, 16, 100, 100);
 	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 32u);
@@ -26,6 +27,7 @@ static void mrc_cc_cuts_in_proportion_once_per_rtt(struct kunit *test)
 	struct mrc_cc cc;
 
 	mrc_cc_init(&cc, 100, 2, 512, 500);
+	mrc_cc_sent(&cc, 100);
 	mrc_cc_on_ack(&cc, 0, 1, 1000, 1000);		/* base 1000 */
 	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 101u);
 	/* the window that held the base sample ends: no cut */
@@ -48,6 +50,7 @@ static void mrc_cc_cuts_in_proportion_once_per_rtt(struct kunit *test)
 	{
 		u32 w = mrc_cc_wnd(&cc);
 
+		mrc_cc_sent(&cc, w);
 		mrc_cc_on_ack(&cc, 12000, w, 1000, 1000);
 		KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), w + 1);
 	}
@@ -60,12 +63,51 @@ static void mrc_cc_ignores_delay_spikes(struct kunit *test)
 	u32 t;
 
 	mrc_cc_init(&cc, 100, 2, 512, 500);
+	mrc_cc_sent(&cc, 100);
 	mrc_cc_on_ack(&cc, 0, 1, 1000, 1000);
 	for (t = 1; t < 100; t++)
 		/* every third sample 20 ms late */
 		mrc_cc_on_ack(&cc, t * 300, 1, t % 3 ? 1100 : 20000, 1000);
 	KUNIT_EXPECT_EQ(test, cc.decreases, 0u);
 	KUNIT_EXPECT_GT(test, mrc_cc_wnd(&cc), 100u);
+}
+
+/*
+ * The window grows only while the sender fills it: one held back by a
+ * receiver's credit or by the application does not grow unseen.
+ */
+static void mrc_cc_grows_only_when_used(struct kunit *test)
+{
+	struct mrc_cc cc;
+
+	mrc_cc_init(&cc, 16, 2, 512, 500);
+	/* slow start: half the window in flight is enough */
+	mrc_cc_sent(&cc, 7);
+	mrc_cc_on_ack(&cc, 0, 4, 100, 100);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 16u);
+	mrc_cc_sent(&cc, 8);
+	mrc_cc_on_ack(&cc, 10, 4, 100, 100);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 20u);
+	/* after slow start: the window to within one packet */
+	mrc_cc_on_rto(&cc, 20);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 10u);
+	mrc_cc_on_ack(&cc, 30, 10, 100, 100);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 10u);
+	mrc_cc_sent(&cc, 9);
+	mrc_cc_on_ack(&cc, 40, 10, 100, 100);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 11u);
+	/* the use of the previous delay window still counts ... */
+	mrc_cc_sent(&cc, 10);
+	mrc_cc_on_ack(&cc, 100, 0, 100, 100);		/* window ends */
+	KUNIT_EXPECT_EQ(test, cc.used, 0u);
+	KUNIT_EXPECT_EQ(test, cc.used_prev, 10u);
+	mrc_cc_on_ack(&cc, 150, 11, 100, 100);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 12u);
+	/* ... but not that of the one before */
+	mrc_cc_on_ack(&cc, 250, 0, 100, 100);
+	mrc_cc_on_ack(&cc, 260, 12, 100, 100);
+	KUNIT_EXPECT_EQ(test, mrc_cc_wnd(&cc), 12u);
+	KUNIT_EXPECT_EQ(test, cc.decreases, 1u);	/* the RTO's only */
 }
 
 /* a spurious RTO gives the window back; a real one keeps the cut */
@@ -262,6 +304,7 @@ static struct kunit_case mrc_cc_cases[] = {
 	KUNIT_CASE(mrc_cc_ecn_fraction),
 	KUNIT_CASE(mrc_cc_ecn_shares_rtt_limit),
 	KUNIT_CASE(mrc_cc_grows_below_target),
+	KUNIT_CASE(mrc_cc_grows_only_when_used),
 	KUNIT_CASE(mrc_cc_cuts_in_proportion_once_per_rtt),
 	KUNIT_CASE(mrc_cc_ignores_delay_spikes),
 	KUNIT_CASE(mrc_cc_undo_spurious_rto),
