@@ -959,6 +959,7 @@ int mrc_path_index(const struct mrc_path *p, u16 port);
  * @q_valid: @qmin holds a sample.
  * @samples: packets seen in this epoch.
  * @ce_samples: those of them that arrived CE marked.
+ * @full_samples: those of them whose sender had used up its grant.
  * @cuts: pool reductions, a counter.
  * @ce_cuts: those of them CE marks sized, a counter.
  * @hold_max_us: how long a held ACK waits at the least before it is sent
@@ -972,6 +973,10 @@ int mrc_path_index(const struct mrc_path *p, u16 port);
  * @held: flows on that list.
  * @holds: ACKs held, a counter.
  * @hold_timeouts: held ACKs sent because their hold ran out, a counter.
+ * @last_expiry: when the last of them was sent.
+ * @expired: @last_expiry holds a time.
+ * @dither: fractions of a packet of the shares given so far, fixed point
+ *	(see mrc_credit_grant()).
  */
 struct mrc_credit {
 	u32 pool;
@@ -990,6 +995,7 @@ struct mrc_credit {
 	bool q_valid;
 	u32 samples;
 	u32 ce_samples;
+	u32 full_samples;
 	u64 cuts;
 	u64 ce_cuts;
 	u32 hold_max_us;
@@ -1000,6 +1006,9 @@ struct mrc_credit {
 	u32 held;
 	u64 holds;
 	u64 hold_timeouts;
+	u32 last_expiry;
+	bool expired;
+	u32 dither;
 };
 
 /**
@@ -1050,25 +1059,33 @@ void mrc_credit_flow_init(struct mrc_credit_flow *f);
  * @now: arrival time.
  * @tsval: the packet's sender timestamp.
  * @ce: the packet arrived CE marked.
+ * @full: the packet said its sender had used up its grant (MRC_F_CREDIT).
  *
  * Queueing delay is this packet's one-way delay minus the flow's
  * smallest.  An epoch ends at the first packet after @epoch_us once
  * it has seen MRC_CREDIT_MIN_SAMPLES packets, or after
  * MRC_CREDIT_EPOCH_MAX times @epoch_us.  Then, with one active flow the
- * pool is full; otherwise it shrinks in proportion to how far the
+ * pool keeps its size; otherwise it shrinks in proportion to how far the
  * epoch's smallest queueing delay is over @target_us (if it had
  * MRC_CREDIT_MIN_SAMPLES packets), or by half the share of its packets
  * that was CE marked, whichever cut is larger (at most by half); with
- * neither it grows by an eighth (at least one packet per active flow;
- * one packet with holds on).
+ * neither it grows by an eighth if one of its packets was @full.
  */
 void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
-			u32 now, u32 tsval, bool ce);
+			u32 now, u32 tsval, bool ce, bool full);
 /*
- * packets the flow may have outstanding: its fair share of the pool;
+ * packets the flow may have outstanding: its fair share of the pool, the
+ * share's fraction given out as a whole packet on every so many grants;
  * pool_max while it is the only active flow
  */
-u32 mrc_credit_grant(const struct mrc_credit *c);
+u32 mrc_credit_grant(struct mrc_credit *c);
+/*
+ * The requester's side of a grant: @credit counts packets of the path
+ * MTU's payload (@path bytes), so it allows @credit x @path bytes of
+ * payload in flight.  Returns how many data packets of @seg bytes that
+ * is, at least one.
+ */
+u32 mrc_credit_wnd(u32 credit, u32 path, u32 seg);
 /*
  * Hold ACKs for rotation, each for at least @hold_max_us before it is
  * sent anyway (0: never hold).  With holds on, the pool may shrink below

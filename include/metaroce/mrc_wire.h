@@ -82,7 +82,8 @@ enum mrc_opcode {
 #define MRC_F_IMM		0x10	/* imm field valid */
 #define MRC_F_INV		0x20	/* imm field is an rkey to invalidate */
 #define MRC_F_ORDERED		0x40	/* SEND/WRITE: place only in PSN order */
-#define MRC_F_ALL		0x7f
+#define MRC_F_CREDIT		0x80	/* request: the grant, used up, holds it */
+#define MRC_F_ALL		0xff
 
 /* Request extension (READ_REQ), 32 bytes. */
 #define MRC_REQ_LEN		32

@@ -133,6 +133,7 @@ enum mrc_stat {
 	MRC_ST_CREDIT_HOLDS,
 	MRC_ST_CREDIT_HOLD_TIMEOUTS,
 	MRC_ST_CREDIT_GAP,
+	MRC_ST_CREDIT_FULL,
 	MRC_ST_ORDERED_DISCARDS,
 	MRC_ST_WRITE_OVERLAP_CUTS,
 	MRC_ST_TX_ZCOPY,
@@ -450,6 +451,7 @@ struct mrc_qp {
 	bool pacing;			/* pace (module parameter at RTS) */
 	u32 win_max;			/* window limit (module parameter) */
 	u32 credit;			/* the peer's grant, 0: no limit */
+	u32 credit_seg;			/* data segment the grant is counted in */
 	u8 peer_seg_shift;		/* largest segment the peer takes, 0: unknown */
 	u16 peer_dgram;			/* largest datagram the peer takes, 0: unknown */
 	u32 spurious_rtos;		/* tx.spurious_rtos already acted on */

@@ -424,6 +424,7 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 				      MRC_PACE_MIN_GAP_US);
 			qp->pacing = mrc_pacing;
 			qp->credit = 0;
+			qp->credit_seg = 0;
 			qp->peer_seg_shift = 0;
 			qp->peer_dgram = 0;
 			qp->spurious_rtos = 0;

@@ -106,6 +106,44 @@ static u32 mrc_req_data_seg(const struct mrc_qp *qp, u32 hdr_len)
 	return seg;
 }
 
+static void mrc_req_apply_wnd(struct mrc_qp *qp);
+
+/*
+ * A grant counts packets of the path MTU's payload: a filled (jumbo)
+ * segment takes as many of them as it carries, or a grant that lets the
+ * segments grow would double the bytes in the receiver's queue.
+ */
+static void mrc_req_credit_seg(struct mrc_qp *qp, u32 seg)
+{
+	if (seg == qp->credit_seg)
+		return;
+	qp->credit_seg = seg;
+	mrc_req_apply_wnd(qp);
+}
+
+/* the packets the peer's grant allows (credit 0: no limit) */
+static u32 mrc_req_credit_wnd(const struct mrc_qp *qp)
+{
+	return mrc_credit_wnd(qp->credit, 1u << qp->pmtu_shift,
+			      qp->credit_seg);
+}
+
+/*
+ * Does the peer's grant, used up once @n more PSNs leave, hold this QP
+ * back (locked)?  Then its requests say so (MRC_F_CREDIT): the responder
+ * grows its pool only for senders that fill it.
+ */
+static bool mrc_req_credit_full(const struct mrc_qp *qp, u32 n)
+{
+	u32 cw;
+
+	if (!qp->credit)
+		return false;
+	cw = mrc_req_credit_wnd(qp);
+	return cw <= min(mrc_cc_wnd(&qp->cc), qp->win_max) &&
+	       mrc_tx_inflight(&qp->tx) + n >= cw;
+}
+
 /* the header flags a work request's data packets carry besides LAST */
 static u8 mrc_wr_data_flags(u32 opcode)
 {
@@ -173,6 +211,7 @@ static u8 mrc_swqe_load(struct mrc_qp *qp, u32 idx)
 		hlen = mrc_wire_hdr_len(s->op, mrc_wr_data_flags(w->opcode), 0);
 		s->seg = mrc_req_data_seg(qp, hlen);
 		s->npsn = s->length ? DIV_ROUND_UP(s->length, s->seg) : 1;
+		mrc_req_credit_seg(qp, s->seg);
 		break;
 	default:
 		s->npsn = mrc_seg_count(s->length, s->shift);
@@ -219,6 +258,8 @@ static int mrc_build_req(struct mrc_qp *qp, struct mrc_swqe *s, u32 psn,
 		p.flags |= MRC_F_RETX;
 	if (qp->ordered && (p.opcode == MRC_OP_SEND || p.opcode == MRC_OP_WRITE))
 		p.flags |= MRC_F_ORDERED;
+	if (mrc_req_credit_full(qp, n))
+		p.flags |= MRC_F_CREDIT;
 
 	switch (s->op) {
 	case MRC_OP_SEND:
@@ -616,7 +657,7 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 			n = min3(s->npsn - s->sent, (u32)MRC_READ_CHUNK,
 				 max_t(u32, qp->tx.wnd, 1));
 		if (!mrc_tx_can_send(&qp->tx, n)) {
-			if (qp->credit && qp->tx.wnd == qp->credit)
+			if (qp->credit && qp->tx.wnd == mrc_req_credit_wnd(qp))
 				mrc_stat_inc(qp->mdev, MRC_ST_CREDIT_WAITS);
 			return true;
 		}
@@ -787,8 +828,8 @@ static void mrc_req_apply_wnd(struct mrc_qp *qp)
 {
 	u32 w = min(mrc_cc_wnd(&qp->cc), qp->win_max);
 
-	if (qp->credit && qp->credit < w)
-		w = qp->credit;
+	if (qp->credit)
+		w = min(w, mrc_req_credit_wnd(qp));
 	qp->tx.wnd = w;
 	if (qp->pacing)
 		mrc_pace_rate(&qp->pace, w, qp->tx.rtt.srtt,

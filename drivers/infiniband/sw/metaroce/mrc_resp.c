@@ -797,16 +797,20 @@ static enum mrc_rx_verdict mrc_rx_check(struct mrc_qp *qp, u32 psn, u32 n)
 }
 
 /* a request arrived: feed the device's credit pool (qp locked) */
-static void mrc_resp_credit(struct mrc_qp *qp, u32 tsval, u32 now, bool ce)
+static void mrc_resp_credit(struct mrc_qp *qp, const struct mrc_pkt *p,
+			    u32 now, bool ce)
 {
 	struct mrc_dev *mdev = qp->mdev;
+	bool full = p->flags & MRC_F_CREDIT;
 	u64 cuts, ce_cuts;
 
+	if (full)
+		mrc_stat_inc(mdev, MRC_ST_CREDIT_FULL);
 	spin_lock(&mdev->credit_lock);
 	cuts = mdev->credit.cuts;
 	ce_cuts = mdev->credit.ce_cuts;
-	mrc_credit_on_data(&mdev->credit, &qp->crflow, now, tsval,
-			   ce && mrc_credit_ecn);
+	mrc_credit_on_data(&mdev->credit, &qp->crflow, now, p->tsval,
+			   ce && mrc_credit_ecn, full);
 	if (mdev->credit.cuts != cuts)
 		mrc_stat_inc(mdev, MRC_ST_CREDIT_CUTS);
 	if (mdev->credit.ce_cuts != ce_cuts)
@@ -861,7 +865,7 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	if (p->flags & MRC_F_ACKREQ)
 		flags |= MRC_ACKC_ACKREQ;
 	if (mrc_credits)
-		mrc_resp_credit(qp, p->tsval, now, ce);
+		mrc_resp_credit(qp, p, now, ce);
 
 	v = mrc_rx_check(qp, p->psn, n);
 	if (v == MRC_RX_BEYOND) {

@@ -13,7 +13,8 @@
  * delay of the same flow it is the queueing delay.  Once per epoch the
  * smallest queueing delay seen in the epoch (robust to scheduling noise)
  * is compared with the target: above it the pool shrinks in proportion,
- * below it grows by an eighth (at least one packet per active flow).
+ * below it grows by an eighth, if a sender said (MRC_F_CREDIT) that its
+ * grant was what held it back.
  * CE-marked arrivals shrink it too, by half the marked share: the
  * switch's marking threshold then bounds the queue even where the
  * hosts' scheduling noise hides it in the delay.
@@ -123,20 +124,23 @@ static void mrc_credit_epoch(struct mrc_credit *c, u32 now)
 			c->cuts++;
 		} else if (c->qmin <= c->target_us) {
 			/*
-			 * back quickly after a cut: an eighth, at least one
-			 * each (rotating: one packet)
+			 * An eighth, and only if a sender had used its grant
+			 * up: a pool nobody fills would grow unseen, to be
+			 * filled at once when the senders' windows open.
+			 * No step of a whole packet: in a pool of a few
+			 * packets that is most of the queue.
 			 */
 			u32 up = c->pool / 8;
-			u32 least = c->hold_max_us ? MRC_CR_ONE :
-					c->active * MRC_CR_ONE;
 
-			c->pool += up > least ? up : least;
+			if (c->full_samples)
+				c->pool += up ? up : 1;
 		}
 	}
 	mrc_credit_clamp(c);
 	c->q_valid = false;
 	c->samples = 0;
 	c->ce_samples = 0;
+	c->full_samples = 0;
 	c->epoch_start = now;
 	c->epoch_id++;
 }
@@ -148,7 +152,7 @@ static u32 mrc_credit_base(const struct mrc_credit_flow *f)
 }
 
 void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
-			u32 now, u32 tsval, bool ce)
+			u32 now, u32 tsval, bool ce, bool full)
 {
 	u32 owd = now - tsval, win, q;
 
@@ -203,21 +207,49 @@ void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
 	c->samples++;
 	if (ce)
 		c->ce_samples++;
+	if (full)
+		c->full_samples++;
 	if (!c->q_valid || q < c->qmin) {
 		c->qmin = q;
 		c->q_valid = true;
 	}
 }
 
-u32 mrc_credit_grant(const struct mrc_credit *c)
+u32 mrc_credit_grant(struct mrc_credit *c)
 {
 	u32 share;
 
 	if (c->active <= 1)
 		return c->pool_max;
-	share = (c->pool / MRC_CR_ONE) / c->active;
+	share = c->pool / c->active;
+	if (share < MRC_CR_ONE)
+		return MRC_CREDIT_MIN_FLOW;
+	/*
+	 * The share's fraction is given out too, one packet on every so
+	 * many grants, so that the senders together can fill the whole
+	 * pool: a pool between one and two packets a flow that nobody can
+	 * use would grow, untested by the queue, until every share doubles
+	 * at once.
+	 */
+	c->dither += share % MRC_CR_ONE;
+	share /= MRC_CR_ONE;
+	if (c->dither >= MRC_CR_ONE) {
+		c->dither -= MRC_CR_ONE;
+		share++;
+	}
+	return share;
+}
 
-	return share < MRC_CREDIT_MIN_FLOW ? MRC_CREDIT_MIN_FLOW : share;
+u32 mrc_credit_wnd(u32 credit, u32 path, u32 seg)
+{
+	u64 w;
+
+	if (seg <= path || !seg)
+		return credit ? credit : 1;
+	w = mrc_div_u64((u64)credit * path, seg);
+	if (!w)
+		return 1;
+	return w > MRC_U32_MAX ? MRC_U32_MAX : (u32)w;
 }
 
 void mrc_credit_set_hold(struct mrc_credit *c, u32 hold_max_us)
@@ -284,8 +316,21 @@ bool mrc_credit_hold(struct mrc_credit *c, struct mrc_credit_flow *f,
 		return false;
 	}
 	if (f->held) {
+		u32 since = now - c->last_expiry;
+
 		if (now - f->hold_since < f->hold_for)
 			return true;
+		/*
+		 * After a stall of the host every hold runs out at once, and
+		 * the ACKs would let a packet of each flow into the queue
+		 * together: they go one arrival gap apart instead.
+		 */
+		if (c->expired && since < c->gap_us) {
+			f->hold_for = now - f->hold_since + c->gap_us - since;
+			return true;
+		}
+		c->expired = true;
+		c->last_expiry = now;
 		mrc_credit_unhold(c, f);
 		c->hold_timeouts++;
 		return false;

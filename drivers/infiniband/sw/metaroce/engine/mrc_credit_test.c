@@ -4,9 +4,13 @@
  */
 #include <kunit/test.h>
 
-/* n flows each deliver one packet per tick with queueing delay q */
-static void cr_run(struct mrc_credit *c, struct mrc_credit_flow *f, u32 n,
-		   u32 *now, u32 ticks, u32 tick_us, u32 q)
+/*
+ * n flows each deliver one packet per tick with queueing delay q; @full:
+ * they say their grants hold them back (MRC_F_CREDIT)
+ */
+static void cr_run_full(struct mrc_credit *c, struct mrc_credit_flow *f,
+			u32 n, u32 *now, u32 ticks, u32 tick_us, u32 q,
+			bool full)
 {
 	u32 t, i;
 
@@ -15,8 +19,16 @@ static void cr_run(struct mrc_credit *c, struct mrc_credit_flow *f, u32 n,
 		for (i = 0; i < n; i++)
 			/* flow i's clock is offset by i * 1e6: only differences count */
 			mrc_credit_on_data(c, &f[i], *now,
-					   *now - 100 - q + i * 1000000u, false);
+					   *now - 100 - q + i * 1000000u, false,
+					   full);
 	}
+}
+
+/* as cr_run_full(), senders that use up their grants */
+static void cr_run(struct mrc_credit *c, struct mrc_credit_flow *f, u32 n,
+		   u32 *now, u32 ticks, u32 tick_us, u32 q)
+{
+	cr_run_full(c, f, n, now, ticks, tick_us, q, true);
 }
 
 static void mrc_credit_starts_full_one_flow(struct kunit *test)
@@ -56,10 +68,71 @@ static void mrc_credit_fair_and_shrinks(struct kunit *test)
 	/* the floor: MRC_CREDIT_MIN_FLOW packets a flow */
 	KUNIT_EXPECT_EQ(test, g, (u32)MRC_CREDIT_MIN_FLOW);
 	KUNIT_EXPECT_EQ(test, c.pool, 8u * MRC_CREDIT_MIN_FLOW * 256);
-	/* queue gone: grows again, an eighth (at least a packet a flow) */
-	cr_run(&c, f, 8, &now, 10, 100, 0);
-	cr_run(&c, f, 8, &now, 10, 100, 0);
+	/* queue gone: grows again, an eighth per epoch */
+	cr_run(&c, f, 8, &now, 11, 100, 0);
+	KUNIT_EXPECT_EQ(test, c.pool, 9u * 256);
+	cr_run(&c, f, 8, &now, 50, 100, 0);
 	KUNIT_EXPECT_GT(test, mrc_credit_grant(&c), g);
+}
+
+/* a share's fraction is handed out too: the grants add up to the pool */
+static void mrc_credit_grant_dithers(struct kunit *test)
+{
+	struct mrc_credit_flow f[8];
+	struct mrc_credit c;
+	u32 now = 0, i, sum = 0, g;
+
+	mrc_credit_init(&c, 4, 256, 500, 1000);
+	for (i = 0; i < 8; i++)
+		mrc_credit_flow_init(&f[i]);
+	cr_run(&c, f, 8, &now, 20, 100, 0);
+	KUNIT_EXPECT_EQ(test, c.active, 8u);
+	c.pool = 10 * 256 + 128;		/* 10.5 packets */
+	for (i = 0; i < 16; i++) {
+		g = mrc_credit_grant(&c);
+		KUNIT_EXPECT_TRUE(test, g == 1 || g == 2);
+		sum += g;
+	}
+	KUNIT_EXPECT_EQ(test, sum, 21u);
+	/* under a packet a flow: one packet each, no dither */
+	c.pool = 6 * 256;
+	for (i = 0; i < 16; i++)
+		KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 1u);
+}
+
+/*
+ * The pool grows only while a sender says its grant holds it back: one
+ * that nobody fills would otherwise grow unseen and be filled at once
+ * when the senders' own windows open.
+ */
+static void mrc_credit_grows_only_when_used(struct kunit *test)
+{
+	struct mrc_credit_flow f[4];
+	struct mrc_credit c;
+	u32 now = 0, i, pool;
+	u64 cuts;
+
+	mrc_credit_init(&c, 4, 256, 500, 1000);
+	for (i = 0; i < 4; i++)
+		mrc_credit_flow_init(&f[i]);
+	cr_run(&c, f, 4, &now, 20, 100, 0);		/* base delays */
+	cr_run(&c, f, 4, &now, 300, 100, 3000);		/* down to the floor */
+	pool = c.pool;
+	KUNIT_EXPECT_EQ(test, pool, 4u * 256);
+	/* queue gone, but no sender at its grant: the pool stays */
+	cr_run_full(&c, f, 4, &now, 200, 100, 0, false);
+	KUNIT_EXPECT_EQ(test, c.pool, pool);
+	KUNIT_EXPECT_EQ(test, c.full_samples, 0u);
+	/* one packet of an epoch that says so is enough */
+	cr_run_full(&c, f, 4, &now, 10, 100, 0, false);
+	mrc_credit_on_data(&c, &f[0], now + 50, now + 50 - 100, false, true);
+	cr_run_full(&c, f, 4, &now, 10, 100, 0, false);
+	KUNIT_EXPECT_EQ(test, c.pool, pool + pool / 8);
+	/* cuts need no such word */
+	cuts = c.cuts;
+	cr_run_full(&c, f, 4, &now, 30, 100, 3000, false);
+	KUNIT_EXPECT_GT(test, c.cuts, cuts);
+	KUNIT_EXPECT_LT(test, c.pool, pool + pool / 8);
 }
 
 /* the smallest delay of the epoch decides: one slow packet is noise */
@@ -76,7 +149,8 @@ static void mrc_credit_ignores_jitter(struct kunit *test)
 		now += 100;
 		for (i = 0; i < 2; i++)
 			mrc_credit_on_data(&c, &f[i], now, now - 100 -
-					   (t % 10 == 5 ? 20000 : 0), false);
+					   (t % 10 == 5 ? 20000 : 0), false,
+					   true);
 	}
 	KUNIT_EXPECT_EQ(test, c.cuts, 0u);
 	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 32u);
@@ -93,7 +167,7 @@ static void cr_run_ce(struct mrc_credit *c, struct mrc_credit_flow *f, u32 n,
 		for (i = 0; i < n; i++)
 			mrc_credit_on_data(c, &f[i], *now,
 					   *now - 100 + i * 1000000u,
-					   every && ++k % every == 0);
+					   every && ++k % every == 0, true);
 	}
 }
 
@@ -211,12 +285,12 @@ static void mrc_credit_base_window(struct kunit *test)
 	mrc_credit_init(&c, 4, 64, 500, 100);
 	mrc_credit_flow_init(&f[0]);
 	/* early on a very small delay, later a steady one 2 ms larger */
-	mrc_credit_on_data(&c, &f[0], 0, 0, false);
+	mrc_credit_on_data(&c, &f[0], 0, 0, false, true);
 	/* an epoch lasts MRC_CREDIT_MIN_SAMPLES packets */
 	for (t = 0; t < 3 * MRC_CREDIT_OWD_EPOCHS * MRC_CREDIT_MIN_SAMPLES;
 	     t++) {
 		now += 100;
-		mrc_credit_on_data(&c, &f[0], now, now - 2000, false);
+		mrc_credit_on_data(&c, &f[0], now, now - 2000, false, true);
 	}
 	/* the old minimum aged out: no standing queue is seen any more */
 	KUNIT_EXPECT_EQ(test, c.qmin, 0u);
@@ -309,7 +383,7 @@ static void cr_bottleneck(struct kunit *test, struct mrc_credit *c,
 	len = n;
 	/* each flow's first packet found the queue empty: its base delay */
 	for (i = 0; i < n; i++)
-		mrc_credit_on_data(c, &f[i], now, now, false);
+		mrc_credit_on_data(c, &f[i], now, now, false, true);
 	*qmax = 0;
 	*sent = 0;
 	for (t = 0; t < ticks; t++) {
@@ -321,7 +395,7 @@ static void cr_bottleneck(struct kunit *test, struct mrc_credit *c,
 		i = q[head];
 		head = (head + 1) % 8;
 		len--;
-		mrc_credit_on_data(c, &f[i], now, ts[i], false);
+		mrc_credit_on_data(c, &f[i], now, ts[i], false, true);
 		if (t >= ticks / 2) {
 			got[i]++;
 			(*sent)++;
@@ -439,11 +513,20 @@ static void mrc_credit_hold_slow_link(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, mrc_credit_hold(&c, &f[0], 18100, &rel));
 	KUNIT_EXPECT_EQ(test, c.hold_timeouts, 1u);
 	KUNIT_EXPECT_EQ(test, c.held, 1u);
+	/* holds that ran out together end one arrival gap (3 ms) apart */
+	KUNIT_EXPECT_TRUE(test, mrc_credit_hold(&c, &f[1], 18100, &rel));
+	KUNIT_EXPECT_EQ(test, f[1].hold_for, 21000u);
+	KUNIT_EXPECT_TRUE(test, mrc_credit_hold(&c, &f[1], 21099, &rel));
+	KUNIT_EXPECT_FALSE(test, mrc_credit_hold(&c, &f[1], 21100, &rel));
+	KUNIT_EXPECT_EQ(test, c.hold_timeouts, 2u);
+	KUNIT_EXPECT_EQ(test, c.held, 0u);
 }
 
 static struct kunit_case mrc_credit_cases[] = {
 	KUNIT_CASE(mrc_credit_starts_full_one_flow),
 	KUNIT_CASE(mrc_credit_fair_and_shrinks),
+	KUNIT_CASE(mrc_credit_grows_only_when_used),
+	KUNIT_CASE(mrc_credit_grant_dithers),
 	KUNIT_CASE(mrc_credit_ignores_jitter),
 	KUNIT_CASE(mrc_credit_ce_cuts),
 	KUNIT_CASE(mrc_credit_needs_samples),

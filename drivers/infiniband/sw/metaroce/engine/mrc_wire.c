@@ -91,15 +91,16 @@ static u8 mrc_wire_flags_allowed(u8 opcode)
 	switch (opcode) {
 	case MRC_OP_SEND:
 		return MRC_F_ACKREQ | MRC_F_SOLICITED | MRC_F_RETX |
-		       MRC_F_LAST | MRC_F_IMM | MRC_F_INV | MRC_F_ORDERED;
+		       MRC_F_LAST | MRC_F_IMM | MRC_F_INV | MRC_F_ORDERED |
+		       MRC_F_CREDIT;
 	case MRC_OP_WRITE:
 		return MRC_F_ACKREQ | MRC_F_SOLICITED | MRC_F_RETX |
-		       MRC_F_LAST | MRC_F_IMM | MRC_F_ORDERED;
+		       MRC_F_LAST | MRC_F_IMM | MRC_F_ORDERED | MRC_F_CREDIT;
 	case MRC_OP_READ_REQ:
-		return MRC_F_ACKREQ | MRC_F_RETX | MRC_F_LAST;
+		return MRC_F_ACKREQ | MRC_F_RETX | MRC_F_LAST | MRC_F_CREDIT;
 	case MRC_OP_ATOMIC_CS:
 	case MRC_OP_ATOMIC_FA:
-		return MRC_F_ACKREQ | MRC_F_RETX;
+		return MRC_F_ACKREQ | MRC_F_RETX | MRC_F_CREDIT;
 	case MRC_OP_READ_RESP:
 	case MRC_OP_ATOMIC_RESP:
 		return MRC_F_RETX;
