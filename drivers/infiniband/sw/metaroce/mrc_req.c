@@ -129,19 +129,37 @@ static u32 mrc_req_credit_wnd(const struct mrc_qp *qp)
 }
 
 /*
+ * Is the send window the peer's grant (locked)?  mrc_req_apply_wnd()
+ * keeps tx.wnd the smallest of the congestion window, the module limit
+ * and the credit window, so equality says the grant is (one of) the
+ * limits that bind.
+ */
+static bool mrc_req_credit_binds(const struct mrc_qp *qp)
+{
+	return qp->credit && qp->tx.wnd == mrc_req_credit_wnd(qp);
+}
+
+/*
  * Does the peer's grant, used up once @n more PSNs leave, hold this QP
  * back (locked)?  Then its requests say so (MRC_F_CREDIT): the responder
  * grows its pool only for senders that fill it.
  */
 static bool mrc_req_credit_full(const struct mrc_qp *qp, u32 n)
 {
-	u32 cw;
+	return mrc_req_credit_binds(qp) &&
+	       mrc_tx_inflight(&qp->tx) + n >= qp->tx.wnd;
+}
 
-	if (!qp->credit)
-		return false;
-	cw = mrc_req_credit_wnd(qp);
-	return cw <= min(mrc_cc_wnd(&qp->cc), qp->win_max) &&
-	       mrc_tx_inflight(&qp->tx) + n >= cw;
+/*
+ * @n PSNs from @psn left (new or resent): the scoreboard, the pacer and
+ * the congestion window's record of what was in flight (locked)
+ */
+static void mrc_req_sent(struct mrc_qp *qp, u32 psn, u32 n, u32 now,
+			 u16 sport, u8 flags)
+{
+	mrc_tx_sent(&qp->tx, psn, n, now, sport, flags);
+	mrc_pace_sent(&qp->pace, now);
+	mrc_cc_sent(&qp->cc, mrc_tx_inflight(&qp->tx));
 }
 
 /* the header flags a work request's data packets carry besides LAST */
@@ -610,9 +628,7 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 			return true;
 		}
 		qp->retx_charged_valid = false;
-		mrc_tx_sent(&qp->tx, psn, n, now, sport, 0);
-		mrc_pace_sent(&qp->pace, now);
-		mrc_cc_sent(&qp->cc, mrc_tx_inflight(&qp->tx));
+		mrc_req_sent(qp, psn, n, now, sport, 0);
 		mrc_stat_inc(qp->mdev, MRC_ST_RETX_PKTS);
 		(*budget)--;
 		psn += n;
@@ -657,7 +673,7 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 			n = min3(s->npsn - s->sent, (u32)MRC_READ_CHUNK,
 				 max_t(u32, qp->tx.wnd, 1));
 		if (!mrc_tx_can_send(&qp->tx, n)) {
-			if (qp->credit && qp->tx.wnd == mrc_req_credit_wnd(qp))
+			if (mrc_req_credit_binds(qp))
 				mrc_stat_inc(qp->mdev, MRC_ST_CREDIT_WAITS);
 			return true;
 		}
@@ -683,10 +699,8 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 			mrc_req_fail(qp, err);
 			return true;
 		}
-		mrc_tx_sent(&qp->tx, psn, n, now, sport,
-			    mrc_op_needs_resp(s->op) ? MRC_TXS_NEED_RESP : 0);
-		mrc_pace_sent(&qp->pace, now);
-		mrc_cc_sent(&qp->cc, mrc_tx_inflight(&qp->tx));
+		mrc_req_sent(qp, psn, n, now, sport,
+			     mrc_op_needs_resp(s->op) ? MRC_TXS_NEED_RESP : 0);
 		s->sent += n;
 		(*budget)--;
 		if (s->sent == s->npsn)

@@ -244,7 +244,7 @@ u32 mrc_credit_wnd(u32 credit, u32 path, u32 seg)
 {
 	u64 w;
 
-	if (seg <= path || !seg)
+	if (seg <= path)
 		return credit ? credit : 1;
 	w = mrc_div_u64((u64)credit * path, seg);
 	if (!w)
@@ -316,10 +316,11 @@ bool mrc_credit_hold(struct mrc_credit *c, struct mrc_credit_flow *f,
 		return false;
 	}
 	if (f->held) {
-		u32 since = now - c->last_expiry;
+		u32 since;
 
 		if (now - f->hold_since < f->hold_for)
 			return true;
+		since = now - c->last_expiry;
 		/*
 		 * After a stall of the host every hold runs out at once, and
 		 * the ACKs would let a packet of each flow into the queue
