@@ -124,11 +124,9 @@
 #   METAROCE_BENCH_INCAST_VSIZE  message size of the verify streams (64K)
 #   METAROCE_BENCH_INCAST_CTRS  comma-separated hw_counters of metaroce's
 #                              receiver (e.g. credit_pool,credit_hold_timeouts)
-#                              sampled with the queue into
-#                              incast-ctrs.N.VARIANT.txt in $METAROCE_OUT
-#                              (scripts/bench: DIR/vm/)
-#                              (sampler.py lines; the incast record's t0 is
-#                              the queue samples' first EPOCHREALTIME)
+#                              sampled with the queue, as columns ctr_NAME of
+#                              the incast records (off by default: each costs
+#                              the guest a sysfs read per sample)
 #   METAROCE_BENCH_PROF_TOP / _DUR  prof scenario: functions kept (40),
 #                              ib_write_bw seconds (3)
 #   METAROCE_BENCH_PERF_HZ / _TOP  perf scenario: sampling rate (2000 Hz),
@@ -715,33 +713,6 @@ inc_topo() {
 		{ echo "bench: rxe on the incast bed failed" >&2; return 1; }
 }
 
-# inc_ctrs_start N VARIANT PROV: with METAROCE_BENCH_INCAST_CTRS, a second
-# sampler.py (in the initial namespace, where the device's sysfs is) reads
-# those hw_counters of metaroce's receiver every INC_IVAL_US; inc_ctrs_stop
-# ends it.  For looking into the queue's tail: what the credit pool did
-# at the time of a sample.  It costs the guest CPU time, so runs with it
-# are not the published ones.
-INC_CTRS_PID='' INC_CTRS_STOP=/tmp/bench_inc_ctrs.stop
-inc_ctrs_start() {
-	local c f=()
-	[ -n "${METAROCE_BENCH_INCAST_CTRS:-}" ] && [ "$3" = metaroce ] || return 0
-	for c in ${METAROCE_BENCH_INCAST_CTRS//,/ }; do
-		f+=("/sys/class/infiniband/$RC_DEV_R/ports/1/hw_counters/$c")
-	done
-	rm -f "$INC_CTRS_STOP"
-	{
-		echo "# $METAROCE_BENCH_INCAST_CTRS cpu_busy cpu_idle"
-		python3 "$BENCH_DIR/sampler.py" "$INC_IVAL_US" "$INC_CTRS_STOP" '' "${f[@]}"
-	} >"${METAROCE_OUT:-/tmp}/incast-ctrs.$1.$2.txt" 2>&1 &
-	INC_CTRS_PID=$!
-}
-inc_ctrs_stop() {
-	[ -n "$INC_CTRS_PID" ] || return 0
-	: >"$INC_CTRS_STOP"
-	wait "$INC_CTRS_PID" 2>/dev/null
-	INC_CTRS_PID=''
-}
-
 # inc_variant VARIANT: module parameters for the metaroce variants
 # (cc is read at QP RTS, cc_ecn and credits at run time)
 inc_variant() {
@@ -847,8 +818,16 @@ inc_run() {
 		if [ "$prov" = rxe ]; then sf+=("/sys/class/net/rp$i/statistics/rx_bytes"); else sf+=("/sys/class/net/p$i/statistics/rx_bytes"); fi
 		scols+=",\"sender$i\""
 	done
+	# the receiver's counters: its sysfs is the initial namespace's, which
+	# the sampler in the switch's namespace reaches through init's root
+	if [ "$prov" = metaroce ] && [ -n "${METAROCE_BENCH_INCAST_CTRS:-}" ]; then
+		local ctr
+		for ctr in ${METAROCE_BENCH_INCAST_CTRS//,/ }; do
+			sf+=("/proc/1/root/sys/class/infiniband/$RC_DEV_R/ports/1/hw_counters/$ctr")
+			scols+=",\"ctr_$ctr\""
+		done
+	fi
 	bench_samp_start "$INCAST_SW" "$INC_IVAL_US" -q "$port" "${sf[@]}"
-	inc_ctrs_start "$n" "$v" "$prov"
 	ts=$EPOCHREALTIME
 	if [ "$INC_TOOL" = verify ]; then
 		inc_verify "$n" "$prov"
@@ -856,7 +835,6 @@ inc_run() {
 		inc_perftest "$n" "$prov"
 	fi
 	bench_samp_stop
-	inc_ctrs_stop
 	rc_snap_all c1
 	inc_variant full
 	# counters of the devices that took part: senders summed, receiver
@@ -904,7 +882,7 @@ inc_run() {
 			[ -n "$rmin" ] && [ "$rmin" -le "$k" ] || rmin=$k
 		done
 	fi
-	bench_record "\"scen\":\"incast\",\"prov\":\"$prov\",\"variant\":\"$v\",\"n\":$n,\"tool\":\"$INC_TOOL\",\"verify_size\":$(jstr "$([ "$INC_TOOL" = verify ] && echo "$INC_VSIZE")"),\"rate_mbit\":100,\"ce_ms\":$(awk "BEGIN {print $INC_CE_US / 1000}"),\"burst_bytes\":$(jnum "$INC_BURST"),\"mtu\":9000,\"size\":$SIZE,\"dur_s\":$INC_DUR,\"margin_s\":$INC_MARGIN,\"window_s\":$INC_WIN,\"ok_flows\":$ok,\"flows\":[$flows],\"rtt_min_us\":$(jnum "$rmin"),\"counters\":{\"senders\":{$cs},\"receiver\":{$cr},\"each_sender\":[$each]},\"cols\":[\"port_tx\"$scols,\"cpu_busy\",\"cpu_idle\",\"backlog_bytes\",\"backlog_pkts\",\"sent_bytes\",\"dropped\",\"ce_mark\"],\"samples\":$BENCH_SAMP_JSON,\"t0\":$(jstr "$BENCH_SAMP_T0"),\"wall_s\":$(since "$ts")"
+	bench_record "\"scen\":\"incast\",\"prov\":\"$prov\",\"variant\":\"$v\",\"n\":$n,\"tool\":\"$INC_TOOL\",\"verify_size\":$(jstr "$([ "$INC_TOOL" = verify ] && echo "$INC_VSIZE")"),\"rate_mbit\":100,\"ce_ms\":$(awk "BEGIN {print $INC_CE_US / 1000}"),\"burst_bytes\":$(jnum "$INC_BURST"),\"mtu\":9000,\"size\":$SIZE,\"dur_s\":$INC_DUR,\"margin_s\":$INC_MARGIN,\"window_s\":$INC_WIN,\"ok_flows\":$ok,\"flows\":[$flows],\"rtt_min_us\":$(jnum "$rmin"),\"counters\":{\"senders\":{$cs},\"receiver\":{$cr},\"each_sender\":[$each]},\"cols\":[\"port_tx\"$scols,\"cpu_busy\",\"cpu_idle\",\"backlog_bytes\",\"backlog_pkts\",\"sent_bytes\",\"dropped\",\"ce_mark\"],\"samples\":$BENCH_SAMP_JSON,\"wall_s\":$(since "$ts")"
 	printf '  %-8s %-7s N=%d: %s Mbit/s in all (%d of %d flows with a result, %ss)\n' "$prov" "$v" "$n" "$vsum" "$ok" "$n" "$(since "$ts")"
 }
 
