@@ -816,6 +816,8 @@ static void mrc_resp_credit(struct mrc_qp *qp, const struct mrc_pkt *p,
 	if (mdev->credit.ce_cuts != ce_cuts)
 		mrc_stat_inc(mdev, MRC_ST_CREDIT_CE_CUTS);
 	mrc_stat_set(mdev, MRC_ST_CREDIT_POOL, mdev->credit.pool >> 8);
+	mrc_stat_set(mdev, MRC_ST_CREDIT_CEIL,
+		     mrc_credit_ceiling(&mdev->credit) >> 8);
 	mrc_stat_set(mdev, MRC_ST_CREDIT_GAP, mdev->credit.gap_us);
 	spin_unlock(&mdev->credit_lock);
 }

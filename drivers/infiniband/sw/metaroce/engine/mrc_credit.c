@@ -18,6 +18,10 @@
  * CE-marked arrivals shrink it too, by half the marked share: the
  * switch's marking threshold then bounds the queue even where the
  * hosts' scheduling noise hides it in the delay.
+ * Growth stops at half again the size at which the pool was last cut
+ * (smoothed), and probes beyond that only slowly: while the hosts are
+ * slow the queue stays empty whatever the pool, and a pool grown then
+ * lands in the switch queue all at once when they speed up.
  * An epoch lasts until it has seen enough packets to judge (a slow
  * link), for up to MRC_CREDIT_EPOCH_MAX times its nominal length.
  * A single sender is left to its own congestion window (its grant is the
@@ -67,6 +71,35 @@ static void mrc_credit_clamp(struct mrc_credit *c)
 		c->pool = lo * MRC_CR_ONE;
 	if (c->pool > c->pool_max * MRC_CR_ONE)
 		c->pool = c->pool_max * MRC_CR_ONE;
+}
+
+u32 mrc_credit_ceiling(const struct mrc_credit *c)
+{
+	return (u32)mrc_div_u64((u64)c->cut_level * MRC_CREDIT_CEIL_NUM,
+				MRC_CREDIT_CEIL_DEN);
+}
+
+/*
+ * Grow the pool by @up (fixed point), but not past the ceiling.  At the
+ * ceiling the cut level rises by 1/MRC_CREDIT_CREEP, and the pool with
+ * it: a path that now needs a larger pool (a longer RTT, a faster link)
+ * gets it, only more slowly.
+ */
+static void mrc_credit_grow(struct mrc_credit *c, u32 up)
+{
+	u32 ceil = mrc_credit_ceiling(c);
+
+	if (c->cut_level && c->pool + up > ceil) {
+		/* not past pool_max: the level would grow without end */
+		if (c->pool >= ceil && ceil < c->pool_max * MRC_CR_ONE) {
+			u32 d = c->cut_level / MRC_CREDIT_CREEP;
+
+			c->cut_level += d ? d : 1;
+			ceil = mrc_credit_ceiling(c);
+		}
+		up = c->pool < ceil ? ceil - c->pool : 0;
+	}
+	c->pool += up;
 }
 
 /* close the epoch: count flows, resize the pool */
@@ -119,6 +152,9 @@ static void mrc_credit_epoch(struct mrc_credit *c, u32 now)
 		if (cut) {
 			if (cut > MRC_CR_ONE / 2)
 				cut = MRC_CR_ONE / 2;
+			c->cut_level = c->cut_level ?
+				       c->cut_level - c->cut_level / 4 +
+				       c->pool / 4 : c->pool;
 			c->pool = (u32)(((u64)c->pool * (MRC_CR_ONE - cut)) /
 					MRC_CR_ONE);
 			c->cuts++;
@@ -133,7 +169,7 @@ static void mrc_credit_epoch(struct mrc_credit *c, u32 now)
 			u32 up = c->pool / 8;
 
 			if (c->full_samples)
-				c->pool += up ? up : 1;
+				mrc_credit_grow(c, up ? up : 1);
 		}
 	}
 	mrc_credit_clamp(c);

@@ -72,7 +72,8 @@ static void mrc_credit_fair_and_shrinks(struct kunit *test)
 	cr_run(&c, f, 8, &now, 11, 100, 0);
 	KUNIT_EXPECT_EQ(test, c.pool, 9u * 256);
 	cr_run(&c, f, 8, &now, 50, 100, 0);
-	KUNIT_EXPECT_GT(test, mrc_credit_grant(&c), g);
+	KUNIT_EXPECT_GT(test, c.pool, 9u * 256);
+	KUNIT_EXPECT_LE(test, c.pool, mrc_credit_ceiling(&c));
 }
 
 /* a share's fraction is handed out too: the grants add up to the pool */
@@ -171,6 +172,16 @@ static void cr_run_ce(struct mrc_credit *c, struct mrc_credit_flow *f, u32 n,
 	}
 }
 
+/* unmarked ticks until an epoch has just begun */
+static void cr_epoch_start(struct mrc_credit *c, struct mrc_credit_flow *f,
+			   u32 n, u32 *now)
+{
+	u32 epoch = c->epoch_id;
+
+	while (c->epoch_id == epoch)
+		cr_run_ce(c, f, n, now, 1, 0);
+}
+
 /* CE marks shrink the pool by half the marked share, with no delay */
 static void mrc_credit_ce_cuts(struct kunit *test)
 {
@@ -209,6 +220,55 @@ static void mrc_credit_ce_cuts(struct kunit *test)
 	cr_run_ce(&c, f, 8, &now, 30, 0);
 	KUNIT_EXPECT_GT(test, c.pool, 8u * MRC_CREDIT_MIN_FLOW * 256);
 	KUNIT_EXPECT_EQ(test, c.ce_samples, 0u);
+}
+
+/*
+ * Growth stops at half again the size the pool had when it was cut, and
+ * from there only creeps: while the hosts are slow nothing queues however
+ * large the pool, and what it grew to then lands in the queue at once.
+ */
+static void mrc_credit_growth_ceiling(struct kunit *test)
+{
+	struct mrc_credit_flow f[8];
+	struct mrc_credit c;
+	u32 now = 0, i, level, ceil0, pool;
+	u64 cuts;
+
+	mrc_credit_init(&c, 2, 1024, 500, 1000);
+	for (i = 0; i < 8; i++)
+		mrc_credit_flow_init(&f[i]);
+	cr_run_ce(&c, f, 8, &now, 20, 0);
+	KUNIT_EXPECT_EQ(test, c.cut_level, 0u);
+	KUNIT_EXPECT_EQ(test, mrc_credit_ceiling(&c), 0u);
+	/* 16 packets when an epoch begins, then marks: cut at a level of 16 */
+	cr_epoch_start(&c, f, 8, &now);
+	c.pool = 16 * 256;
+	cuts = c.cuts;
+	while (c.cuts == cuts)
+		cr_run_ce(&c, f, 8, &now, 1, 1);
+	KUNIT_EXPECT_EQ(test, c.cut_level, 16u * 256);
+	KUNIT_EXPECT_LT(test, c.pool, 16u * 256);
+	ceil0 = mrc_credit_ceiling(&c);
+	KUNIT_EXPECT_EQ(test, ceil0, 24u * 256);
+	/* no queue: an eighth per epoch up to the ceiling, never past it */
+	level = c.cut_level;
+	for (i = 0; i < 300; i++) {
+		cr_run_ce(&c, f, 8, &now, 1, 0);
+		KUNIT_EXPECT_LE(test, c.pool, mrc_credit_ceiling(&c));
+	}
+	/* there the ceiling creeps, a 128th an epoch, and the pool with it */
+	KUNIT_EXPECT_EQ(test, c.pool, mrc_credit_ceiling(&c));
+	KUNIT_EXPECT_GT(test, c.cut_level, level);
+	KUNIT_EXPECT_GT(test, c.pool, ceil0);
+	KUNIT_EXPECT_LT(test, c.pool, 2 * ceil0);
+	/* a new cut pulls the level a quarter of the way to the pool it cut */
+	cr_epoch_start(&c, f, 8, &now);
+	level = c.cut_level;
+	pool = c.pool;
+	cuts = c.cuts;
+	while (c.cuts == cuts)
+		cr_run_ce(&c, f, 8, &now, 1, 1);
+	KUNIT_EXPECT_EQ(test, c.cut_level, level - level / 4 + pool / 4);
 }
 
 /*
@@ -256,9 +316,17 @@ static void mrc_credit_flows_leave(struct kunit *test)
 	cr_run(&c, f, 2, &now, 1000, 100, 100000);
 	KUNIT_EXPECT_EQ(test, c.pool, 4u * 256);
 	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 2u);
-	/* and never over pool_max, whatever the time */
-	cr_run(&c, f, 2, &now, 5000, 100, 0);
+	/*
+	 * and never over pool_max, whatever the time (past the ceiling of
+	 * the cuts at the floor it creeps: 1/128 an epoch of 1 ms here)
+	 */
+	cr_run(&c, f, 2, &now, 10000, 100, 0);
 	KUNIT_EXPECT_EQ(test, c.pool, 400u * 256);
+	/* where the ceiling stops creeping */
+	cr_run(&c, f, 2, &now, 10000, 100, 0);
+	KUNIT_EXPECT_EQ(test, c.pool, 400u * 256);
+	KUNIT_EXPECT_GE(test, mrc_credit_ceiling(&c), 400u * 256);
+	KUNIT_EXPECT_LT(test, mrc_credit_ceiling(&c), 400u * 256 * 2);
 	/* one sender alone is never limited, queue or not */
 	cr_run(&c, f, 2, &now, 50, 100, 100000);
 	KUNIT_EXPECT_LT(test, c.pool, 400u * 256);
@@ -527,6 +595,7 @@ static struct kunit_case mrc_credit_cases[] = {
 	KUNIT_CASE(mrc_credit_fair_and_shrinks),
 	KUNIT_CASE(mrc_credit_grows_only_when_used),
 	KUNIT_CASE(mrc_credit_grant_dithers),
+	KUNIT_CASE(mrc_credit_growth_ceiling),
 	KUNIT_CASE(mrc_credit_ignores_jitter),
 	KUNIT_CASE(mrc_credit_ce_cuts),
 	KUNIT_CASE(mrc_credit_needs_samples),
