@@ -962,8 +962,8 @@ int mrc_path_index(const struct mrc_path *p, u16 port);
  * @full_samples: those of them whose sender had used up its grant.
  * @cut_level: smoothed size of the pool when it was cut (gain 1/4, 8
  *	fractional bits; 0: never cut): where the queue pushed back.
- *	Growth stops at MRC_CREDIT_CEIL_NUM / MRC_CREDIT_CEIL_DEN of it,
- *	and there raises it by 1/MRC_CREDIT_CREEP per epoch instead.
+ *	Growth stops at it plus its 2^MRC_CREDIT_CEIL_SHIFT-th part, and
+ *	there raises it by 1/MRC_CREDIT_CREEP per epoch instead.
  * @cuts: pool reductions, a counter.
  * @ce_cuts: those of them CE marks sized, a counter.
  * @hold_max_us: how long a held ACK waits at the least before it is sent
@@ -1053,8 +1053,7 @@ struct mrc_credit_flow {
 #define MRC_CREDIT_EPOCH_MAX	8	/* an epoch waits for them this many epoch_us */
 #define MRC_CREDIT_HOLD_TURNS	2	/* a hold lasts up to twice its expected wait */
 #define MRC_CREDIT_HOLD_CAP	16	/* but at most this many hold_max_us */
-#define MRC_CREDIT_CEIL_NUM	3	/* growth stops at 3/2 of the cut level */
-#define MRC_CREDIT_CEIL_DEN	2
+#define MRC_CREDIT_CEIL_SHIFT	1	/* growth stops at level + level / 2 */
 #define MRC_CREDIT_CREEP	128	/* there the level rises 1/128 an epoch */
 
 void mrc_credit_init(struct mrc_credit *c, u32 pool_min, u32 pool_max,

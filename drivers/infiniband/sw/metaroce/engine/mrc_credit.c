@@ -75,8 +75,13 @@ static void mrc_credit_clamp(struct mrc_credit *c)
 
 u32 mrc_credit_ceiling(const struct mrc_credit *c)
 {
-	return (u32)mrc_div_u64((u64)c->cut_level * MRC_CREDIT_CEIL_NUM,
-				MRC_CREDIT_CEIL_DEN);
+	return c->cut_level + (c->cut_level >> MRC_CREDIT_CEIL_SHIFT);
+}
+
+/* moving average, gain 1/2^@shift; a first sample (@avg 0) is taken whole */
+static u32 mrc_credit_smooth(u32 avg, u32 sample, u32 shift)
+{
+	return avg ? avg - (avg >> shift) + (sample >> shift) : sample;
 }
 
 /*
@@ -152,9 +157,8 @@ static void mrc_credit_epoch(struct mrc_credit *c, u32 now)
 		if (cut) {
 			if (cut > MRC_CR_ONE / 2)
 				cut = MRC_CR_ONE / 2;
-			c->cut_level = c->cut_level ?
-				       c->cut_level - c->cut_level / 4 +
-				       c->pool / 4 : c->pool;
+			c->cut_level = mrc_credit_smooth(c->cut_level, c->pool,
+							 2);
 			c->pool = (u32)(((u64)c->pool * (MRC_CR_ONE - cut)) /
 					MRC_CR_ONE);
 			c->cuts++;
@@ -204,8 +208,7 @@ void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
 				gap = 0;	/* stamped on another CPU */
 			else if (gap > c->hold_max_us)
 				gap = c->hold_max_us;
-			c->gap_us = c->gap_us ?
-				    c->gap_us - c->gap_us / 8 + gap / 8 : gap;
+			c->gap_us = mrc_credit_smooth(c->gap_us, gap, 3);
 		}
 		if (now - c->epoch_start >= c->epoch_us &&
 		    (c->samples >= MRC_CREDIT_MIN_SAMPLES ||

@@ -176,10 +176,23 @@ static void cr_run_ce(struct mrc_credit *c, struct mrc_credit_flow *f, u32 n,
 static void cr_epoch_start(struct mrc_credit *c, struct mrc_credit_flow *f,
 			   u32 n, u32 *now)
 {
-	u32 epoch = c->epoch_id;
+	u32 epoch = c->epoch_id, t;
 
-	while (c->epoch_id == epoch)
+	/* bounded: an epoch that never ends fails the caller, not hangs */
+	for (t = 0; t < 1000 && c->epoch_id == epoch; t++)
 		cr_run_ce(c, f, n, now, 1, 0);
+}
+
+/* all-marked ticks until the pool is cut (bounded); true if it was */
+static bool cr_until_cut(struct mrc_credit *c, struct mrc_credit_flow *f,
+			 u32 n, u32 *now)
+{
+	u64 cuts = c->cuts;
+	u32 t;
+
+	for (t = 0; t < 1000 && c->cuts == cuts; t++)
+		cr_run_ce(c, f, n, now, 1, 1);
+	return c->cuts != cuts;
 }
 
 /* CE marks shrink the pool by half the marked share, with no delay */
@@ -232,7 +245,6 @@ static void mrc_credit_growth_ceiling(struct kunit *test)
 	struct mrc_credit_flow f[8];
 	struct mrc_credit c;
 	u32 now = 0, i, level, ceil0, pool;
-	u64 cuts;
 
 	mrc_credit_init(&c, 2, 1024, 500, 1000);
 	for (i = 0; i < 8; i++)
@@ -243,9 +255,7 @@ static void mrc_credit_growth_ceiling(struct kunit *test)
 	/* 16 packets when an epoch begins, then marks: cut at a level of 16 */
 	cr_epoch_start(&c, f, 8, &now);
 	c.pool = 16 * 256;
-	cuts = c.cuts;
-	while (c.cuts == cuts)
-		cr_run_ce(&c, f, 8, &now, 1, 1);
+	KUNIT_ASSERT_TRUE(test, cr_until_cut(&c, f, 8, &now));
 	KUNIT_EXPECT_EQ(test, c.cut_level, 16u * 256);
 	KUNIT_EXPECT_LT(test, c.pool, 16u * 256);
 	ceil0 = mrc_credit_ceiling(&c);
@@ -265,9 +275,7 @@ static void mrc_credit_growth_ceiling(struct kunit *test)
 	cr_epoch_start(&c, f, 8, &now);
 	level = c.cut_level;
 	pool = c.pool;
-	cuts = c.cuts;
-	while (c.cuts == cuts)
-		cr_run_ce(&c, f, 8, &now, 1, 1);
+	KUNIT_ASSERT_TRUE(test, cr_until_cut(&c, f, 8, &now));
 	KUNIT_EXPECT_EQ(test, c.cut_level, level - level / 4 + pool / 4);
 }
 
