@@ -1053,7 +1053,7 @@ struct mrc_credit_flow {
 #define MRC_CREDIT_EPOCH_MAX	8	/* an epoch waits for them this many epoch_us */
 #define MRC_CREDIT_HOLD_TURNS	2	/* a hold lasts up to twice its expected wait */
 #define MRC_CREDIT_HOLD_CAP	16	/* but at most this many hold_max_us */
-#define MRC_CREDIT_CEIL_SHIFT	1	/* growth stops at level + level / 2 */
+#define MRC_CREDIT_CEIL_SHIFT	2	/* growth stops at level + level / 4 */
 #define MRC_CREDIT_CREEP	128	/* there the level rises 1/128 an epoch */
 
 void mrc_credit_init(struct mrc_credit *c, u32 pool_min, u32 pool_max,

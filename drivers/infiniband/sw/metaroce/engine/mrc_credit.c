@@ -18,7 +18,7 @@
  * CE-marked arrivals shrink it too, by half the marked share: the
  * switch's marking threshold then bounds the queue even where the
  * hosts' scheduling noise hides it in the delay.
- * Growth stops at half again the size at which the pool was last cut
+ * Growth stops a quarter above the size at which the pool was last cut
  * (smoothed), and probes beyond that only slowly: while the hosts are
  * slow the queue stays empty whatever the pool, and a pool grown then
  * lands in the switch queue all at once when they speed up.
