@@ -952,6 +952,9 @@ int mrc_path_index(const struct mrc_path *p, u16 port);
  * @started: @epoch_start is valid.
  * @active: flows that delivered data in the last two epochs, or wait
  *	on the hold list (>= 1).
+ * @solo: epochs in a row that ended with one active flow (at most
+ *	MRC_CREDIT_SOLO_EPOCHS): a flow gets pool_max only once it has
+ *	been alone that long.
  * @seen: flows seen so far in this epoch.
  * @seen_prev: flows seen in the previous epoch.
  * @seen_both: flows seen in this epoch that were seen in the previous.
@@ -992,6 +995,7 @@ struct mrc_credit {
 	u32 epoch_id;
 	bool started;
 	u32 active;
+	u32 solo;
 	u32 seen;
 	u32 seen_prev;
 	u32 seen_both;
@@ -1054,6 +1058,7 @@ struct mrc_credit_flow {
 #define MRC_CREDIT_HOLD_TURNS	2	/* a hold lasts up to twice its expected wait */
 #define MRC_CREDIT_HOLD_CAP	16	/* but at most this many hold_max_us */
 #define MRC_CREDIT_CEIL_SHIFT	2	/* growth stops at level + level / 4 */
+#define MRC_CREDIT_SOLO_EPOCHS	8	/* alone this many epochs: pool_max */
 #define MRC_CREDIT_CREEP	128	/* there the level rises 1/128 an epoch */
 
 void mrc_credit_init(struct mrc_credit *c, u32 pool_min, u32 pool_max,
@@ -1085,7 +1090,8 @@ void mrc_credit_on_data(struct mrc_credit *c, struct mrc_credit_flow *f,
 /*
  * packets the flow may have outstanding: its fair share of the pool, the
  * share's fraction given out as a whole packet on every so many grants;
- * pool_max while it is the only active flow
+ * pool_max once it has been the only active flow for
+ * MRC_CREDIT_SOLO_EPOCHS epochs
  */
 u32 mrc_credit_grant(struct mrc_credit *c);
 /*

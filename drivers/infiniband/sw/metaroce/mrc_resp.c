@@ -819,6 +819,7 @@ static void mrc_resp_credit(struct mrc_qp *qp, const struct mrc_pkt *p,
 	mrc_stat_set(mdev, MRC_ST_CREDIT_CEIL,
 		     mrc_credit_ceiling(&mdev->credit) >> 8);
 	mrc_stat_set(mdev, MRC_ST_CREDIT_GAP, mdev->credit.gap_us);
+	mrc_stat_set(mdev, MRC_ST_CREDIT_ACTIVE, mdev->credit.active);
 	spin_unlock(&mdev->credit_lock);
 }
 

@@ -53,6 +53,7 @@ static const struct rdma_stat_desc mrc_stat_desc[MRC_ST_NR] = {
 	[MRC_ST_CREDIT_GAP].name = "credit_arrival_gap_us",
 	[MRC_ST_CREDIT_FULL].name = "credit_full_packets",
 	[MRC_ST_CREDIT_CEIL].name = "credit_pool_ceiling",
+	[MRC_ST_CREDIT_ACTIVE].name = "credit_active_flows",
 	[MRC_ST_ORDERED_DISCARDS].name = "ordered_discards",
 	[MRC_ST_WRITE_OVERLAP_CUTS].name = "write_overlap_cuts",
 	[MRC_ST_TX_ZCOPY].name = "tx_zcopy_packets",

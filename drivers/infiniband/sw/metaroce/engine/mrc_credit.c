@@ -25,7 +25,10 @@
  * An epoch lasts until it has seen enough packets to judge (a slow
  * link), for up to MRC_CREDIT_EPOCH_MAX times its nominal length.
  * A single sender is left to its own congestion window (its grant is the
- * ceiling; the pool keeps its size).  Equal shares make the
+ * ceiling; the pool keeps its size), but only once it has been alone for
+ * MRC_CREDIT_SOLO_EPOCHS epochs: a sender whose host stalled for a few
+ * milliseconds drops out of the count, and the other's whole window
+ * landed in the queue at once.  Equal shares make the
  * senders fair; a pool sized by delay keeps the queue short.  Loss plays
  * no part.
  *
@@ -124,13 +127,18 @@ static void mrc_credit_epoch(struct mrc_credit *c, u32 now)
 			c->active++;
 	if (!c->active)
 		c->active = 1;
+	if (c->active > 1)
+		c->solo = 0;
+	else if (c->solo < MRC_CREDIT_SOLO_EPOCHS)
+		c->solo++;
 	c->seen_prev = c->seen;
 	c->seen = 0;
 	c->seen_both = 0;
 	/*
 	 * One sender is left to its own window (mrc_credit_grant() gives it
-	 * pool_max), and the pool keeps its size for when others come back:
-	 * refilled, it would need many epochs of cuts.
+	 * pool_max once it has been alone a while), and the pool keeps its
+	 * size for when others come back: refilled, it would need many
+	 * epochs of cuts.
 	 */
 	if (c->active > 1 && c->q_valid) {
 		u32 cut = 0;
@@ -258,7 +266,8 @@ u32 mrc_credit_grant(struct mrc_credit *c)
 {
 	u32 share;
 
-	if (c->active <= 1)
+	/* alone for a few epochs only: a paused sender, the whole pool */
+	if (c->active <= 1 && c->solo >= MRC_CREDIT_SOLO_EPOCHS)
 		return c->pool_max;
 	share = c->pool / c->active;
 	if (share < MRC_CR_ONE)

@@ -335,11 +335,15 @@ static void mrc_credit_flows_leave(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c.pool, 400u * 256);
 	KUNIT_EXPECT_GE(test, mrc_credit_ceiling(&c), 400u * 256);
 	KUNIT_EXPECT_LT(test, mrc_credit_ceiling(&c), 400u * 256 * 2);
-	/* one sender alone is never limited, queue or not */
+	/* one sender alone is not limited, queue or not, once alone a while */
 	cr_run(&c, f, 2, &now, 50, 100, 100000);
 	KUNIT_EXPECT_LT(test, c.pool, 400u * 256);
 	cr_run(&c, f, 1, &now, 30, 100, 100000);
 	KUNIT_EXPECT_EQ(test, c.active, 1u);
+	KUNIT_EXPECT_LT(test, c.solo, (u32)MRC_CREDIT_SOLO_EPOCHS);
+	KUNIT_EXPECT_LE(test, mrc_credit_grant(&c), c.pool / 256 + 1);
+	cr_run(&c, f, 1, &now, 10 * MRC_CREDIT_SOLO_EPOCHS, 100, 100000);
+	KUNIT_EXPECT_EQ(test, c.solo, (u32)MRC_CREDIT_SOLO_EPOCHS);
 	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 400u);
 	/* but the pool keeps its size: the second flow is back at its share */
 	pool = c.pool;
@@ -349,6 +353,45 @@ static void mrc_credit_flows_leave(struct kunit *test)
 	cr_run(&c, f, 2, &now, 30, 100, 100000);
 	KUNIT_EXPECT_EQ(test, c.active, 2u);
 	KUNIT_EXPECT_LE(test, mrc_credit_grant(&c), pool / 256 / 2);
+}
+
+/*
+ * A sender that pauses for a few epochs (its host descheduled) leaves the
+ * other alone in the count; it still gets only the pool, not pool_max,
+ * which would let its whole window into the queue.
+ */
+static void mrc_credit_pause_not_alone(struct kunit *test)
+{
+	struct mrc_credit_flow f[2];
+	struct mrc_credit c;
+	u32 now = 0, i, pool;
+
+	mrc_credit_init(&c, 2, 400, 500, 1000);
+	for (i = 0; i < 2; i++)
+		mrc_credit_flow_init(&f[i]);
+	cr_run(&c, f, 2, &now, 30, 100, 0);		/* base delays */
+	cr_run(&c, f, 2, &now, 300, 100, 100000);	/* cut to the floor */
+	KUNIT_EXPECT_EQ(test, c.active, 2u);
+	KUNIT_EXPECT_EQ(test, c.pool, 2u * 256);
+	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 1u);
+	pool = c.pool;
+	/* flow 1 is silent for 5 epochs: flow 0 alone in the count */
+	cr_run_full(&c, f, 1, &now, 50, 100, 0, false);
+	KUNIT_EXPECT_EQ(test, c.active, 1u);
+	KUNIT_EXPECT_GT(test, c.solo, 0u);
+	KUNIT_EXPECT_EQ(test, c.pool, pool);
+	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 2u);
+	/* it is back: shares again, and the count of epochs alone restarts */
+	cr_run_full(&c, f, 2, &now, 25, 100, 0, false);
+	KUNIT_EXPECT_EQ(test, c.active, 2u);
+	KUNIT_EXPECT_EQ(test, c.solo, 0u);
+	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 1u);
+	/* gone for good: after MRC_CREDIT_SOLO_EPOCHS epochs, pool_max */
+	cr_run_full(&c, f, 1, &now, 10 * (MRC_CREDIT_SOLO_EPOCHS + 2), 100, 0,
+		    false);
+	KUNIT_EXPECT_EQ(test, c.solo, (u32)MRC_CREDIT_SOLO_EPOCHS);
+	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 400u);
+	KUNIT_EXPECT_EQ(test, c.pool, pool);
 }
 
 /* the base delay follows clock drift: old minima are forgotten */
@@ -608,6 +651,7 @@ static struct kunit_case mrc_credit_cases[] = {
 	KUNIT_CASE(mrc_credit_ce_cuts),
 	KUNIT_CASE(mrc_credit_needs_samples),
 	KUNIT_CASE(mrc_credit_flows_leave),
+	KUNIT_CASE(mrc_credit_pause_not_alone),
 	KUNIT_CASE(mrc_credit_base_window),
 	KUNIT_CASE(mrc_credit_hold_rotates),
 	KUNIT_CASE(mrc_credit_hold_incast),
