@@ -4,6 +4,17 @@
  */
 #include <kunit/test.h>
 
+/* a pool and @n fresh flow records */
+static void cr_start(struct mrc_credit *c, struct mrc_credit_flow *f, u32 n,
+		     u32 pool_min, u32 pool_max, u32 target_us, u32 epoch_us)
+{
+	u32 i;
+
+	mrc_credit_init(c, pool_min, pool_max, target_us, epoch_us);
+	for (i = 0; i < n; i++)
+		mrc_credit_flow_init(&f[i]);
+}
+
 /*
  * n flows each deliver one packet per tick with queueing delay q; @full:
  * they say their grants hold them back (MRC_F_CREDIT)
@@ -51,11 +62,9 @@ static void mrc_credit_fair_and_shrinks(struct kunit *test)
 {
 	struct mrc_credit_flow f[8];
 	struct mrc_credit c;
-	u32 now = 0, i, g;
+	u32 now = 0, g;
 
-	mrc_credit_init(&c, 4, 256, 500, 1000);
-	for (i = 0; i < 8; i++)
-		mrc_credit_flow_init(&f[i]);
+	cr_start(&c, f, 8, 4, 256, 500, 1000);
 	cr_run(&c, f, 8, &now, 20, 100, 0);		/* base delays */
 	KUNIT_EXPECT_EQ(test, c.active, 8u);
 	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 256u / 8);
@@ -83,9 +92,7 @@ static void mrc_credit_grant_dithers(struct kunit *test)
 	struct mrc_credit c;
 	u32 now = 0, i, sum = 0, g;
 
-	mrc_credit_init(&c, 4, 256, 500, 1000);
-	for (i = 0; i < 8; i++)
-		mrc_credit_flow_init(&f[i]);
+	cr_start(&c, f, 8, 4, 256, 500, 1000);
 	cr_run(&c, f, 8, &now, 20, 100, 0);
 	KUNIT_EXPECT_EQ(test, c.active, 8u);
 	c.pool = 10 * 256 + 128;		/* 10.5 packets */
@@ -110,12 +117,10 @@ static void mrc_credit_grows_only_when_used(struct kunit *test)
 {
 	struct mrc_credit_flow f[4];
 	struct mrc_credit c;
-	u32 now = 0, i, pool;
+	u32 now = 0, pool;
 	u64 cuts;
 
-	mrc_credit_init(&c, 4, 256, 500, 1000);
-	for (i = 0; i < 4; i++)
-		mrc_credit_flow_init(&f[i]);
+	cr_start(&c, f, 4, 4, 256, 500, 1000);
 	cr_run(&c, f, 4, &now, 20, 100, 0);		/* base delays */
 	cr_run(&c, f, 4, &now, 300, 100, 3000);		/* down to the floor */
 	pool = c.pool;
@@ -143,9 +148,7 @@ static void mrc_credit_ignores_jitter(struct kunit *test)
 	struct mrc_credit c;
 	u32 now = 0, t, i;
 
-	mrc_credit_init(&c, 4, 64, 500, 1000);
-	for (i = 0; i < 2; i++)
-		mrc_credit_flow_init(&f[i]);
+	cr_start(&c, f, 2, 4, 64, 500, 1000);
 	for (t = 0; t < 200; t++) {
 		now += 100;
 		for (i = 0; i < 2; i++)
@@ -200,11 +203,9 @@ static void mrc_credit_ce_cuts(struct kunit *test)
 {
 	struct mrc_credit_flow f[8];
 	struct mrc_credit c;
-	u32 now = 0, i, quarter, all;
+	u32 now = 0, quarter, all;
 
-	mrc_credit_init(&c, 4, 256, 500, 1000);
-	for (i = 0; i < 8; i++)
-		mrc_credit_flow_init(&f[i]);
+	cr_start(&c, f, 8, 4, 256, 500, 1000);
 	cr_run_ce(&c, f, 8, &now, 30, 0);
 	KUNIT_EXPECT_EQ(test, c.pool, 256u * 256);
 	KUNIT_EXPECT_EQ(test, c.cuts, 0u);
@@ -217,9 +218,7 @@ static void mrc_credit_ce_cuts(struct kunit *test)
 	KUNIT_EXPECT_GE(test, quarter, 256u * 256 * 7 / 8 * 7 / 8 * 7 / 8 - 256);
 
 	/* all marked: half off per epoch, no more */
-	mrc_credit_init(&c, 4, 256, 500, 1000);
-	for (i = 0; i < 8; i++)
-		mrc_credit_flow_init(&f[i]);
+	cr_start(&c, f, 8, 4, 256, 500, 1000);
 	now = 0;
 	cr_run_ce(&c, f, 8, &now, 30, 0);
 	cr_run_ce(&c, f, 8, &now, 30, 1);
@@ -246,9 +245,7 @@ static void mrc_credit_growth_ceiling(struct kunit *test)
 	struct mrc_credit c;
 	u32 now = 0, i, level, ceil0, pool;
 
-	mrc_credit_init(&c, 2, 1024, 500, 1000);
-	for (i = 0; i < 8; i++)
-		mrc_credit_flow_init(&f[i]);
+	cr_start(&c, f, 8, 2, 1024, 500, 1000);
 	cr_run_ce(&c, f, 8, &now, 20, 0);
 	KUNIT_EXPECT_EQ(test, c.cut_level, 0u);
 	KUNIT_EXPECT_EQ(test, mrc_credit_ceiling(&c), 0u);
@@ -288,11 +285,9 @@ static void mrc_credit_needs_samples(struct kunit *test)
 {
 	struct mrc_credit_flow f[2];
 	struct mrc_credit c;
-	u32 now = 0, i;
+	u32 now = 0;
 
-	mrc_credit_init(&c, 4, 64, 500, 1000);
-	for (i = 0; i < 2; i++)
-		mrc_credit_flow_init(&f[i]);
+	cr_start(&c, f, 2, 4, 64, 500, 1000);
 	cr_run(&c, f, 2, &now, 10, 100, 0);		/* base delays */
 	/* four packets 5 ms late, 20 ms of silence, then punctual ones */
 	cr_run(&c, f, 2, &now, 2, 1000, 5000);
@@ -309,11 +304,9 @@ static void mrc_credit_flows_leave(struct kunit *test)
 {
 	struct mrc_credit_flow f[4];
 	struct mrc_credit c;
-	u32 now = 0, i, pool;
+	u32 now = 0, pool;
 
-	mrc_credit_init(&c, 4, 400, 500, 1000);
-	for (i = 0; i < 4; i++)
-		mrc_credit_flow_init(&f[i]);
+	cr_start(&c, f, 4, 4, 400, 500, 1000);
 	cr_run(&c, f, 4, &now, 30, 100, 0);
 	KUNIT_EXPECT_EQ(test, c.active, 4u);
 	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 100u);
@@ -364,11 +357,9 @@ static void mrc_credit_pause_not_alone(struct kunit *test)
 {
 	struct mrc_credit_flow f[2];
 	struct mrc_credit c;
-	u32 now = 0, i, pool;
+	u32 now = 0, pool;
 
-	mrc_credit_init(&c, 2, 400, 500, 1000);
-	for (i = 0; i < 2; i++)
-		mrc_credit_flow_init(&f[i]);
+	cr_start(&c, f, 2, 2, 400, 500, 1000);
 	cr_run(&c, f, 2, &now, 30, 100, 0);		/* base delays */
 	cr_run(&c, f, 2, &now, 300, 100, 100000);	/* cut to the floor */
 	KUNIT_EXPECT_EQ(test, c.active, 2u);
@@ -421,12 +412,10 @@ static void mrc_credit_hold_rotates(struct kunit *test)
 {
 	struct mrc_credit_flow f[4], *rel;
 	struct mrc_credit c;
-	u32 now = 0, i;
+	u32 now = 0;
 
-	mrc_credit_init(&c, 2, 64, 500, 1000);
+	cr_start(&c, f, 4, 2, 64, 500, 1000);
 	mrc_credit_set_hold(&c, 4000);
-	for (i = 0; i < 4; i++)
-		mrc_credit_flow_init(&f[i]);
 	cr_run(&c, f, 4, &now, 20, 100, 0);
 	/* a pool with room: nothing is held */
 	KUNIT_EXPECT_FALSE(test, mrc_credit_hold(&c, &f[0], now, &rel));
@@ -552,21 +541,17 @@ static void cr_bottleneck(struct kunit *test, struct mrc_credit *c,
 static void mrc_credit_hold_incast(struct kunit *test)
 {
 	struct mrc_credit_flow f[8];
-	u32 qmax, least, sent, i;
+	u32 qmax, least, sent;
 	struct mrc_credit c;
 
 	/* without holds every flow keeps its packet queued */
-	mrc_credit_init(&c, 2, 64, 1000, 2000);
-	for (i = 0; i < 8; i++)
-		mrc_credit_flow_init(&f[i]);
+	cr_start(&c, f, 8, 2, 64, 1000, 2000);
 	cr_bottleneck(test, &c, f, 8, 4000, 660, &qmax, &least, &sent);
 	KUNIT_EXPECT_GE(test, qmax, 7u);
 	KUNIT_EXPECT_EQ(test, c.holds, 0u);
 
-	mrc_credit_init(&c, 2, 64, 1000, 2000);
+	cr_start(&c, f, 8, 2, 64, 1000, 2000);
 	mrc_credit_set_hold(&c, 4000);
-	for (i = 0; i < 8; i++)
-		mrc_credit_flow_init(&f[i]);
 	cr_bottleneck(test, &c, f, 8, 4000, 660, &qmax, &least, &sent);
 	KUNIT_EXPECT_LE(test, qmax, 3u);
 	/* the link never idles, and every flow gets its turns */
@@ -584,14 +569,12 @@ static void mrc_credit_hold_incast(struct kunit *test)
 static void mrc_credit_hold_slow_link(struct kunit *test)
 {
 	struct mrc_credit_flow f[8], *rel;
-	u32 qmax, least, sent, i;
+	u32 qmax, least, sent;
 	struct mrc_credit c;
 
 	/* epochs long enough for 8 packets: the delay cuts the pool */
-	mrc_credit_init(&c, 2, 64, 1000, 8000);
+	cr_start(&c, f, 8, 2, 64, 1000, 8000);
 	mrc_credit_set_hold(&c, 4000);
-	for (i = 0; i < 8; i++)
-		mrc_credit_flow_init(&f[i]);
 	cr_bottleneck(test, &c, f, 8, 4000, 3300, &qmax, &least, &sent);
 	KUNIT_EXPECT_EQ(test, c.gap_us, 3300u);
 	KUNIT_EXPECT_LE(test, qmax, 3u);
@@ -601,10 +584,8 @@ static void mrc_credit_hold_slow_link(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c.hold_timeouts, 0u);
 
 	/* a hold's limit: twice the predicted wait, within 1 and 16 limits */
-	mrc_credit_init(&c, 2, 64, 1000, 2000);
+	cr_start(&c, f, 8, 2, 64, 1000, 2000);
 	mrc_credit_set_hold(&c, 4000);
-	for (i = 0; i < 8; i++)
-		mrc_credit_flow_init(&f[i]);
 	c.gap_us = 500;
 	KUNIT_EXPECT_EQ(test, mrc_credit_hold_for(&c, 0), 4000u);
 	c.gap_us = 3000;
