@@ -579,6 +579,7 @@ int mrc_wlog_pieces(const struct mrc_wlog *w, const struct mrc_rx *rx,
 #define MRC_ACKC_ACKREQ		0x02	/* sender asked for an ACK */
 #define MRC_ACKC_DUP		0x04	/* duplicate: ACK soon so the sender stops */
 #define MRC_ACKC_CE		0x08	/* CE marked */
+#define MRC_ACKC_CREDIT		0x10	/* the sender's credit window is full */
 
 /**
  * struct mrc_ackc - when to send an ACK.

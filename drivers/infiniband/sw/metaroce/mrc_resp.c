@@ -867,6 +867,8 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 		mrc_stat_inc(mdev, MRC_ST_ECN_RX);
 	if (p->flags & MRC_F_ACKREQ)
 		flags |= MRC_ACKC_ACKREQ;
+	if (p->flags & MRC_F_CREDIT)
+		flags |= MRC_ACKC_CREDIT;
 	if (mrc_credits)
 		mrc_resp_credit(qp, p, now, ce);
 

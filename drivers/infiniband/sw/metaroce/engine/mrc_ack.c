@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * ACK coalescing.  An ACK goes out at once for an arrival that fills the
- * hole at the cumulative ACK, a duplicate, a packet with ACKREQ, when the CE
+ * hole at the cumulative ACK, a duplicate, a packet with ACKREQ, a packet
+ * that filled its sender's credit window (the sender waits for this ACK:
+ * delaying it idles a share of the receiver's pool), when the CE
  * state of arrivals flips (as DCTCP does: the CE count then reaches the
  * sender within one RTT), after @every unacknowledged packets, or when the
  * oldest unacknowledged one has waited @delay us; otherwise the caller
@@ -30,7 +32,8 @@ bool mrc_ackc_rx(struct mrc_ackc *c, u32 now, u32 flags)
 		c->ce++;
 	c->ce_last = ce;
 
-	if (flags & (MRC_ACKC_FILL | MRC_ACKC_ACKREQ | MRC_ACKC_DUP))
+	if (flags & (MRC_ACKC_FILL | MRC_ACKC_ACKREQ | MRC_ACKC_DUP |
+		     MRC_ACKC_CREDIT))
 		return true;
 	if (flip || c->pending >= c->every || !c->delay)
 		return true;

@@ -39,7 +39,7 @@ static void mrc_ackc_every_and_delay(struct kunit *test)
 static void mrc_ackc_immediate(struct kunit *test)
 {
 	static const u32 now_flags[] = {
-		MRC_ACKC_FILL, MRC_ACKC_ACKREQ, MRC_ACKC_DUP,
+		MRC_ACKC_FILL, MRC_ACKC_ACKREQ, MRC_ACKC_DUP, MRC_ACKC_CREDIT,
 		MRC_ACKC_FILL | MRC_ACKC_DUP,
 	};
 	struct mrc_ackc c;
