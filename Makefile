@@ -4,6 +4,8 @@
 #
 #   make            build the kernel module and the rdma-core provider
 #   make check      install what is needed, build, run every test
+#   make check-debug  the VM suites on a KASAN/lockdep/UBSAN/kmemleak kernel
+#                   and on PREEMPT_RT, kernel reports counted (not in check)
 #   make demo       boot the test bed and show RDMA across a lossy link
 #   make bench      metaroce vs rxe benchmarks in the test bed (not in check)
 #   make install    install the module (and point ld.so at the provider)
@@ -24,7 +26,7 @@ export METAROCE_CACHE
 
 KBUILD_ARGS := -C $(KDIR) M=$(MOD_DIR) CONFIG_RDMA_METAROCE=m
 
-.PHONY: all module provider deps check kunit vmtest lint demo bench install clean
+.PHONY: all module provider deps check check-debug kunit vmtest lint demo bench install clean
 
 all: module provider
 
@@ -40,6 +42,10 @@ deps:
 # make check: every stage runs, the summary counts them all
 check:
 	scripts/check
+
+# debug and PREEMPT_RT kernels: see scripts/check-debug (long, not in check)
+check-debug:
+	scripts/check-debug
 
 kunit:
 	scripts/kunit
