@@ -44,7 +44,8 @@ else
 fi
 
 # --- testbed install paths ---------------------------------------------------
-if [ -f drivers/infiniband/sw/metaroce/rdma_metaroce.ko ]; then
+# the module vm-run installed (a debug or RT kernel's is not in the tree)
+if [ -f "${METAROCE_GUEST_KO:-drivers/infiniband/sw/metaroce/rdma_metaroce.ko}" ]; then
 	t_check "rdma_metaroce.ko installed for modprobe (modinfo)" modinfo -n rdma_metaroce
 else
 	t_skip "rdma_metaroce.ko installed for modprobe" "module not built"
