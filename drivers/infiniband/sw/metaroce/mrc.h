@@ -643,6 +643,7 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 enum hrtimer_restart mrc_ack_timer_fn(struct hrtimer *t);
 bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget, u32 now);
 bool mrc_resp_pending(const struct mrc_qp *qp);
+void mrc_rd_flush(struct mrc_qp *qp);
 void mrc_send_ack(struct mrc_qp *qp, u8 syndrome, u32 nak_psn);
 void mrc_resp_ack_release(struct mrc_qp *qp);
 void mrc_resp_unhold(struct mrc_qp *qp);

@@ -273,9 +273,8 @@ static void mrc_qp_reset(struct mrc_qp *qp)
 	qp->rmsn_base = 0;
 	qp->smsn = 0;
 	qp->rd_outstanding = 0;
+	mrc_rd_flush(qp);
 	memset(qp->rd, 0, sizeof(qp->rd));
-	qp->rd_res = 0;
-	qp->rd_viol = false;
 	qp->resp_fail = false;
 	qp->nak_pending = false;
 	qp->err_pending = false;
@@ -525,6 +524,8 @@ int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	qp->dead = true;
 	/* off the hold list before the last reference can go */
 	mrc_resp_unhold(qp);
+	/* READs being answered let go of their memory regions */
+	mrc_rd_flush(qp);
 	spin_unlock_bh(&qp->lock);
 	mutex_unlock(&qp->state_mutex);
 

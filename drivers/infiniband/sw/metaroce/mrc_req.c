@@ -510,6 +510,7 @@ void mrc_qp_error(struct mrc_qp *qp)
 {
 	spin_lock_bh(&qp->lock);
 	qp->state = IB_QPS_ERR;
+	mrc_rd_flush(qp);
 	mrc_flush_sq(qp, IB_WC_WR_FLUSH_ERR);
 	hrtimer_try_to_cancel(&qp->tx_timer);
 	qp->tx_timer_armed = false;
@@ -521,6 +522,7 @@ void mrc_qp_error(struct mrc_qp *qp)
 static void mrc_req_fail(struct mrc_qp *qp, u8 status)
 {
 	qp->state = IB_QPS_ERR;
+	mrc_rd_flush(qp);
 	mrc_flush_sq(qp, status);
 	qp->tx_timer_armed = false;
 	hrtimer_try_to_cancel(&qp->tx_timer);

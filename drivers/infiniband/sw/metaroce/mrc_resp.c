@@ -480,6 +480,24 @@ static void mrc_rd_free(struct mrc_rd *e)
 	e->used = false;
 }
 
+/**
+ * mrc_rd_flush() - drop every queued or running READ/atomic (locked).
+ * @qp: the QP, going to the error or reset state, or being destroyed.
+ *
+ * A READ being answered holds its memory region: let go of it, or the
+ * region's deregistration waits for ever.
+ */
+void mrc_rd_flush(struct mrc_qp *qp)
+{
+	int i;
+
+	for (i = 0; i < MRC_RD_QUEUE; i++)
+		if (qp->rd[i].used)
+			mrc_rd_free(&qp->rd[i]);
+	qp->rd_res = 0;
+	qp->rd_viol = false;
+}
+
 /*
  * A READ asked again whose segments a queued or running READ will still
  * send: nothing to add.
