@@ -161,6 +161,7 @@ enum mrc_syndrome {
 #define MRC_PMTU_IB_SHIFT	12	/* 4096 bytes, the largest IB path MTU */
 #define MRC_PMTU_MAX_SHIFT	13	/* 8192 bytes, jumbo segments */
 #define MRC_MAX_MSG_LEN		0x80000000u	/* 2 GiB */
+#define MRC_READ_CHUNK		256	/* most PSNs one READ_REQ may ask for */
 
 /**
  * struct mrc_pkt - a decoded header (host order).

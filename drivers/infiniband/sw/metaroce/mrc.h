@@ -46,7 +46,6 @@
 #define MRC_WLOG_PIECES		16	/* a late WRITE packet cut into at most */
 #define MRC_RESP_CACHE		16	/* atomic responses kept for replays */
 #define MRC_RD_QUEUE		64	/* READ/atomic requests waiting or being served */
-#define MRC_READ_CHUNK		256	/* most PSNs one READ request packet asks for */
 #define MRC_SRQ_CLAIM		64	/* SRQ WQEs one QP may hold ahead */
 #define MRC_TX_BUDGET		64	/* packets per send-engine run */
 #define MRC_FAILOVER_US		100000	/* silence before a single path is replaced */
