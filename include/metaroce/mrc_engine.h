@@ -482,6 +482,20 @@ void mrc_rx_init(struct mrc_rx *rx, u64 *map, u32 nbits, u32 epsn);
  */
 enum mrc_rx_verdict mrc_rx_accept(struct mrc_rx *rx, u32 psn, u32 n);
 
+/**
+ * mrc_rx_classify() - what a request for [@psn, @psn + @n) is, unchanged.
+ * @rx: the receiver's PSN space.
+ * @psn: first PSN of the request.
+ * @n: PSNs it covers.
+ *
+ * Return: MRC_RX_BEYOND if @n is 0 or above @rx->nbits, if the range ends
+ * past the window, or if it starts more than @rx->nbits PSNs before nxt
+ * (older than anything a requester may resend); MRC_RX_DUP if every PSN
+ * was received; else MRC_RX_NEW, for which mrc_rx_accept() of the same
+ * range never returns MRC_RX_BEYOND.
+ */
+enum mrc_rx_verdict mrc_rx_classify(const struct mrc_rx *rx, u32 psn, u32 n);
+
 /* true if @psn was received (before nxt, or marked in the window) */
 bool mrc_rx_has(const struct mrc_rx *rx, u32 psn);
 
@@ -499,10 +513,12 @@ u32 mrc_rx_sack(const struct mrc_rx *rx, u64 *words, u32 max);
 /* ---- write-after-write order of out-of-order placement ---- */
 
 /**
- * struct mrc_wlog_ent - what one received PSN wrote.
- * @va: first byte written (the packet's target address).
- * @rkey: the key it was written through.
- * @len: bytes written; 0 for a PSN that wrote no WRITE target.
+ * struct mrc_wlog_ent - what one received PSN wrote, or asked to read.
+ * @va: first byte written (the packet's target address); for a READ PSN,
+ *	the first byte of its response segment.
+ * @rkey: the key it was written (or is read) through.
+ * @len: bytes written; 0 for a PSN that wrote no WRITE target; for a READ
+ *	PSN, MRC_WLOG_READ plus the bytes of its response segment.
  */
 struct mrc_wlog_ent {
 	u64 va;
@@ -528,6 +544,8 @@ struct mrc_wlog {
 	u32 high;
 };
 
+#define MRC_WLOG_READ	0x80000000u	/* mrc_wlog_ent.len: a READ PSN */
+
 /**
  * struct mrc_piece - part of a packet's payload: [@off, @off + @len).
  * @off: offset in the payload.
@@ -550,6 +568,42 @@ void mrc_wlog_init(struct mrc_wlog *w, struct mrc_wlog_ent *ents, u32 n,
  * @len: bytes it wrote to a WRITE target, 0 for any other packet.
  */
 void mrc_wlog_record(struct mrc_wlog *w, u32 psn, u64 va, u32 rkey, u32 len);
+
+/**
+ * mrc_wlog_record_read() - note the segments a newly received READ_REQ
+ * asks for, one per PSN.
+ * @w: the log.
+ * @psn: the request's first PSN.
+ * @n: PSNs it covers (mrc_seg_count(@len, @shift)).
+ * @va: address of its first byte.
+ * @rkey: its key.
+ * @len: its message length.
+ * @shift: log2 of its segment size.
+ */
+void mrc_wlog_record_read(struct mrc_wlog *w, u32 psn, u32 n, u64 va,
+			  u32 rkey, u32 len, u8 shift);
+
+/**
+ * mrc_wlog_read_match() - whether a READ_REQ for PSNs already received
+ * asks again for what those PSNs first asked for.
+ * @w: the log.
+ * @rx: the receiver's PSN space.
+ * @psn: the request's first PSN.
+ * @n: how many of its PSNs to check, from @psn on.
+ * @va: address of its first byte.
+ * @rkey: its key.
+ * @len: its message length.
+ * @shift: log2 of its segment size.
+ *
+ * A PSN before rx->nxt still has its record while no PSN @w->n above it
+ * has arrived, which a requester keeping at most @w->n PSNs outstanding
+ * never sends before the resend.
+ *
+ * Return: true if each of the @n PSNs was received as a READ PSN with
+ * this key, this segment address and this segment length.
+ */
+bool mrc_wlog_read_match(const struct mrc_wlog *w, const struct mrc_rx *rx,
+			 u32 psn, u32 n, u64 va, u32 rkey, u32 len, u8 shift);
 
 /**
  * mrc_wlog_pieces() - the parts of a new WRITE packet that it may write.

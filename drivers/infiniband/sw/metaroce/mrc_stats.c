@@ -80,6 +80,7 @@ static const struct rdma_stat_desc mrc_stat_desc[MRC_ST_NR] = {
 	[MRC_ST_DROP_BASE + MRC_DROP_OUT_OF_WINDOW - 1].name = "drop_out_of_window",
 	[MRC_ST_DROP_BASE + MRC_DROP_BAD_ACK - 1].name = "drop_bad_ack",
 	[MRC_ST_DROP_BASE + MRC_DROP_NO_RESOURCE - 1].name = "drop_no_resource",
+	[MRC_ST_DROP_BASE + MRC_DROP_BAD_DUP - 1].name = "drop_bad_duplicate",
 };
 
 struct rdma_hw_stats *mrc_alloc_hw_port_stats(struct ib_device *ibdev,
