@@ -67,7 +67,8 @@ struct mrc_rtt {
 };
 
 void mrc_rtt_init(struct mrc_rtt *r, u32 rto_init, u32 rto_min, u32 rto_max);
-void mrc_rtt_sample(struct mrc_rtt *r, u32 sample_us);
+/* feed a sample, clamped to [1, rto_max]; Return: the sample as used */
+u32 mrc_rtt_sample(struct mrc_rtt *r, u32 sample_us);
 /* new upper clamp (not below rto_min); the base RTO is clamped to it */
 void mrc_rtt_set_max(struct mrc_rtt *r, u32 rto_max);
 /* current timeout including backoff, clamped to rto_max */
@@ -83,6 +84,12 @@ u32 mrc_rtt_rto(const struct mrc_rtt *r);
 #define MRC_REO_PERSIST		16	/* recoveries without a spurious retx */
 #define MRC_TMO_STEPS_MAX	8	/* timer margins grow up to this factor, power of 2 */
 #define MRC_TLP_MIN_US		1000	/* floor of the tail-loss probe timeout */
+/*
+ * An ACK's cumulative PSN may lag una by at most this many PSNs (the
+ * largest send window, MRC_TX_SLOTS in the driver): RFC 5961 style, an
+ * older or forged one is refused.
+ */
+#define MRC_ACK_LAG_MAX		1024
 
 /* ---- sender scoreboard ---- */
 
@@ -94,6 +101,7 @@ u32 mrc_rtt_rto(const struct mrc_rtt *r);
 #define MRC_TXS_RACK		0x10	/* the latest loss mark came from RACK */
 #define MRC_TXS_CHARGED		0x20	/* the copy before was charged to its path */
 #define MRC_TXS_TIMER		0x40	/* the latest loss mark came from the RTO or a probe */
+#define MRC_TXS_DUP		0x80	/* a DUP report named the latest resend */
 
 /**
  * struct mrc_tx_slot - per-PSN sender state.
@@ -307,8 +315,9 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
  * @ts_valid: @ts_echo can be used.
  * @dup: the receiver got a duplicate (a retransmission was not needed,
  *	or the network duplicated a packet).
- * @dup_psn: with @dup, the duplicate's (first) PSN; 0 from a peer that
- *	does not say.
+ * @dup_psn: with @dup, the duplicate's (first) PSN.  @dup counts only
+ *	if this PSN was resent, is among the last nslots sent and its
+ *	latest resend was not reported before.
  */
 struct mrc_ack_info {
 	u32 cum;
@@ -326,9 +335,13 @@ struct mrc_ack_info {
 /**
  * struct mrc_ack_result - what an ACK or response changed.
  * @newly_acked: PSNs newly delivered.
+ * @newly_seen: READ/atomic PSNs the ACK newly showed to have arrived
+ *	(MRC_TXS_REQ_SEEN set now); they are not in @newly_acked.
  * @una_advanced: tx->una moved forward.
- * @rtt_sample: RTT sample taken (0 when none).
- * @stale: the ACK's cumulative PSN was behind tx->una (SACK bits still used).
+ * @rtt_sample: RTT sample taken (0 when none), at most tx->rtt.rto_max.
+ * @stale: the ACK's cumulative PSN was behind tx->una: only its SACK bits
+ *	were used (no RTT sample, DUP ignored); the caller should ignore
+ *	the rest of it too (credit, ECN, path feedback, OOO).
  * @n_uncharge: entries of @uncharge used.
  * @uncharge: entropies of RACK losses that proved spurious (an earlier
  *	copy arrived), to be taken back with mrc_path_on_loss_undo(); at
@@ -337,6 +350,7 @@ struct mrc_ack_info {
  */
 struct mrc_ack_result {
 	u32 newly_acked;
+	u32 newly_seen;
 	bool una_advanced;
 	u32 rtt_sample;
 	bool stale;
@@ -353,8 +367,8 @@ struct mrc_ack_result {
  *
  * NEED_RESP slots covered by the ACK only get MRC_TXS_REQ_SEEN: they are
  * delivered by mrc_tx_resp().  Progress resets tx->timeouts and the RTO
- * backoff.  Return: 0, or -EINVAL if @a->cum is beyond tx->nxt (nothing
- * changed).
+ * backoff.  Return: 0, or -EINVAL if @a->cum is beyond tx->nxt or more
+ * than MRC_ACK_LAG_MAX PSNs behind tx->una (nothing changed).
  */
 int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 	       struct mrc_ack_result *r);

@@ -92,6 +92,7 @@ enum mrc_stat {
 	MRC_ST_RX_BYTES,
 	MRC_ST_TX_ACKS,
 	MRC_ST_RX_ACKS,
+	MRC_ST_STALE_ACKS,
 	MRC_ST_RETX_PKTS,
 	MRC_ST_RETX_RACK,
 	MRC_ST_TLP,
@@ -462,8 +463,7 @@ struct mrc_qp {
 	u32 spurious;			/* tx.spurious already counted */
 	bool sqd_notify;		/* SQD: raise IB_EVENT_SQ_DRAINED */
 	bool sqd_drained;		/* SQD: nothing left in flight */
-	u32 gbn_psn;			/* last go-back point (ordered) */
-	u32 gbn_ts;
+	u32 gbn_ts;			/* last go-back (ordered) */
 	bool gbn_valid;
 	struct mrc_tx_slot *tx_slots;
 	u32 smsn;			/* next receive MSN to use for SEND/WRITE_IMM */

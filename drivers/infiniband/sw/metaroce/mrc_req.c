@@ -921,17 +921,17 @@ static void mrc_req_ack_feedback(struct mrc_qp *qp, u32 now,
 
 /*
  * Ordered mode: the receiver discarded packets after a hole, so every
- * PSN from the cumulative ACK on goes again (go-back-N), once per RTT.
+ * PSN from the cumulative ACK on goes again (go-back-N).  At most once per
+ * RTT whatever the ACK says: each one resends the whole window.
  */
-static void mrc_req_go_back(struct mrc_qp *qp, u32 cum, u32 now)
+static void mrc_req_go_back(struct mrc_qp *qp, u32 now)
 {
 	u32 psn;
 
-	if (qp->gbn_valid && qp->gbn_psn == cum &&
+	if (qp->gbn_valid &&
 	    now - qp->gbn_ts < max_t(u32, qp->tx.rtt.srtt, 100))
 		return;
 	qp->gbn_valid = true;
-	qp->gbn_psn = cum;
 	qp->gbn_ts = now;
 	for (psn = qp->tx.una; mrc_psn_lt(psn, qp->tx.nxt); psn++)
 		mrc_tx_mark_lost(&qp->tx, psn);
@@ -983,6 +983,32 @@ static u8 mrc_syn_status(u8 syn)
 	}
 }
 
+/*
+ * The fields of an ACK beyond its SACK: only from one that is not stale
+ * (overtaken by a later ACK, or forged within the ACK window), so that an
+ * old or spoofed ACK cannot set the credit, segment sizes, ECN or path
+ * state, nor force a go-back (locked).
+ */
+static void mrc_req_ack_apply(struct mrc_qp *qp, u32 now,
+			      const struct mrc_pkt *p,
+			      const struct mrc_ack_result *r)
+{
+	u32 ce = 0;
+
+	if (r->stale) {
+		mrc_stat_inc(qp->mdev, MRC_ST_STALE_ACKS);
+	} else {
+		mrc_req_ack_feedback(qp, now, p, r->rtt_sample);
+		/* CE marks stand for at most the PSNs this ACK covers */
+		ce = min_t(u32, p->ack.ce_count,
+			   r->newly_acked + r->newly_seen);
+	}
+	mrc_req_cc(qp, now, r, ce);
+	/* OOO is only ever sent to ordered QPs */
+	if (!r->stale && qp->ordered && (p->ack.flags & MRC_ACKF_OOO))
+		mrc_req_go_back(qp, now);
+}
+
 void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 {
 	struct mrc_dev *mdev = qp->mdev;
@@ -1015,10 +1041,7 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 	if (r.rtt_sample)
 		mrc_update_rtt_stats(qp);
 	mrc_req_path_uncharge(qp, &r);
-	mrc_req_ack_feedback(qp, now, p, r.rtt_sample);
-	mrc_req_cc(qp, now, &r, p->ack.ce_count);
-	if (p->ack.flags & MRC_ACKF_OOO)
-		mrc_req_go_back(qp, p->psn, now);
+	mrc_req_ack_apply(qp, now, p, &r);
 	mrc_req_progress(qp, now);
 
 	switch (p->ack.syndrome) {

@@ -11,6 +11,7 @@ static const struct rdma_stat_desc mrc_stat_desc[MRC_ST_NR] = {
 	[MRC_ST_RX_BYTES].name = "rx_bytes",
 	[MRC_ST_TX_ACKS].name = "tx_acks",
 	[MRC_ST_RX_ACKS].name = "rx_acks",
+	[MRC_ST_STALE_ACKS].name = "stale_acks",
 	[MRC_ST_RETX_PKTS].name = "retransmitted_packets",
 	[MRC_ST_RETX_RACK].name = "rack_losses",
 	[MRC_ST_TLP].name = "tail_loss_probes",

@@ -21,7 +21,8 @@
  * max(srtt + reo_cap_var x rttvar, reo_wnd_min).  A delivery of a retransmitted PSN less than
  * min_rtt after the retransmission means the original arrived: the
  * retransmission was spurious; so was one the receiver reports as a
- * duplicate (ACK flag DUP).  Then reo_steps doubles (up to
+ * duplicate (ACK flag DUP naming a resent PSN, once per resend).  Then
+ * reo_steps doubles (up to
  * MRC_REO_STEPS_MAX) and halves after MRC_REO_PERSIST recoveries without
  * a spurious one.  Such
  * a delivery is not used for RACK either (its timing is ambiguous).
@@ -52,6 +53,10 @@
  * resend costs a packet of the bottleneck's queue and of its capacity.
  * Progress is an ACK or response that delivers a PSN; it resets the
  * consecutive timeout count and the backoff.
+ *
+ * ACK acceptance (RFC 5961 style): cum must lie in
+ * [una - MRC_ACK_LAG_MAX, nxt].  One behind una (stale: overtaken by a
+ * later ACK, normal with spraying) contributes its SACK bits only.
  */
 #include <metaroce/mrc_engine.h>
 
@@ -173,6 +178,7 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
 				s->flags |= MRC_TXS_CHARGED;
 			else
 				s->flags &= ~MRC_TXS_CHARGED;
+			s->flags &= ~MRC_TXS_DUP;
 			s->xmit_ts = now;
 			s->prev_entropy = s->entropy;
 			s->entropy = entropy;
@@ -298,16 +304,23 @@ static void mrc_tx_uncharge(struct mrc_ack_result *r, struct mrc_tx_slot *s)
  * The receiver got @psn twice: if it was resent for a RACK loss, the loss
  * was not one (an earlier copy arrived, only later than RACK allowed).
  * Its slot still holds @psn while @psn is among the last nslots sent.
+ * Only a report naming a resend counts, once per resend: a peer must not
+ * widen the reordering window at will.  Return: true if it counted.
  */
-static void mrc_tx_dup(struct mrc_tx *tx, u32 psn, struct mrc_ack_result *r)
+static bool mrc_tx_dup(struct mrc_tx *tx, u32 psn, struct mrc_ack_result *r)
 {
 	struct mrc_tx_slot *s;
 
 	if ((u32)(tx->nxt - psn) - 1 >= tx->nslots)
-		return;
+		return false;
 	s = mrc_tx_slot_rw(tx, psn);
+	if (s->xmits < 2 || (s->flags & MRC_TXS_DUP))
+		return false;
+	s->flags |= MRC_TXS_DUP;
+	tx->spurious++;
 	mrc_tx_uncharge(r, s);
 	mrc_tx_timer_judge(tx, s, true);
+	return true;
 }
 
 /* an ACK covers @psn; Return: true if a retransmission proved spurious */
@@ -320,6 +333,8 @@ static bool mrc_tx_ack_one(struct mrc_tx *tx, u32 psn, u32 now,
 	if (s->flags & MRC_TXS_ACKED)
 		return false;
 	if (s->flags & MRC_TXS_NEED_RESP) {
+		if (!(s->flags & MRC_TXS_REQ_SEEN))
+			r->newly_seen++;
 		s->flags |= MRC_TXS_REQ_SEEN;
 		return false;
 	}
@@ -419,6 +434,19 @@ static void mrc_tx_finish(struct mrc_tx *tx, u32 una0, u32 now,
 	}
 }
 
+/* an RTT sample from @a, which newly delivered something */
+static void mrc_tx_ack_rtt(struct mrc_tx *tx, const struct mrc_ack_info *a,
+			   u32 now, struct mrc_ack_result *r)
+{
+	u32 elapsed = now - a->ts_echo;
+
+	if ((s32)elapsed < 0 || elapsed < a->delay)
+		return;
+	/* clamped: a forged ts_echo must not inflate srtt without bound */
+	r->rtt_sample = mrc_rtt_sample(&tx->rtt, elapsed - a->delay);
+	mrc_tx_update_reo_wnd(tx);
+}
+
 /*
  * Work per ACK: the PSNs the cumulative ACK newly covers (tx->ack_cum
  * remembers how far earlier ACKs got) plus one step per SACK bit set.
@@ -433,7 +461,7 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 	u64 bits;
 
 	memset(r, 0, sizeof(*r));
-	if (mrc_psn_lt(tx->nxt, a->cum))
+	if (!mrc_psn_in(a->cum, tx->una - MRC_ACK_LAG_MAX, tx->nxt + 1))
 		return -EINVAL;
 	r->stale = mrc_psn_lt(a->cum, tx->una);
 
@@ -456,22 +484,12 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 		}
 	}
 
-	if (r->newly_acked && a->ts_valid) {
-		u32 elapsed = now - a->ts_echo;
-
-		if ((s32)elapsed >= 0 && elapsed >= a->delay) {
-			r->rtt_sample = elapsed - a->delay;
-			if (!r->rtt_sample)
-				r->rtt_sample = 1;
-			mrc_rtt_sample(&tx->rtt, r->rtt_sample);
-			mrc_tx_update_reo_wnd(tx);
-		}
-	}
-	if (a->dup) {
-		tx->spurious++;	/* the receiver got a PSN twice */
-		mrc_tx_dup(tx, a->dup_psn, r);
-	}
-	if (spurious || a->dup)
+	/* a stale ACK's timestamp and DUP report are older news */
+	if (r->newly_acked && a->ts_valid && !r->stale)
+		mrc_tx_ack_rtt(tx, a, now, r);
+	if (a->dup && !r->stale && mrc_tx_dup(tx, a->dup_psn, r))
+		spurious = true;
+	if (spurious)
 		mrc_tx_spurious(tx);
 	mrc_tx_frto(tx, &c, r->newly_acked);
 	mrc_tx_rack_update(tx, &c, now);

@@ -214,6 +214,9 @@ static void mrc_tx_stale_ack(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 110, 3, 8, s8, 1, &r), 0);
 	KUNIT_EXPECT_TRUE(test, r.stale);
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
+	/* but no RTT sample: only its SACK bits are used */
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 95u);
 	KUNIT_EXPECT_FALSE(test, r.una_advanced);
 	KUNIT_EXPECT_EQ(test, tx->una, 6u);
 	KUNIT_EXPECT_TRUE(test, mrc_tt_acked(tx, 8));
@@ -332,7 +335,10 @@ static void mrc_tx_need_resp(struct kunit *test)
 
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 100, 6, 2, NULL, 0, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 2u);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 4u);
 	KUNIT_EXPECT_EQ(test, tx->una, 1u);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 101, 6, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 0u);
 	for (psn = 1; psn <= 4; psn++)
 		KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, psn)->flags,
 				MRC_TXS_NEED_RESP | MRC_TXS_REQ_SEEN);
@@ -910,7 +916,8 @@ static void mrc_tx_dup_uncharges(struct kunit *test)
 	a.dup_psn = 40;
 	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 5440, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.n_uncharge, 0u);
-	KUNIT_EXPECT_EQ(test, tx->spurious, 5u);	/* one per DUP ACK */
+	/* one per resend reported: the repeat, 3 and 40 name none */
+	KUNIT_EXPECT_EQ(test, tx->spurious, 2u);
 }
 
 /*
@@ -1000,22 +1007,49 @@ static void mrc_tx_frto_spurious_and_real(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->timeouts, 2u);
 }
 
-/* the receiver's duplicate report widens the reordering window */
+/*
+ * The receiver's duplicate report widens the reordering window, once per
+ * resend it names; one naming no resend (a forged or stray DUP flag, a
+ * packet the network duplicated) changes nothing.
+ */
 static void mrc_tx_dup_report_adapts(struct kunit *test)
 {
+	static const u32 never[] = { 1, 0, 40, 0x80000001 };
 	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
 	struct mrc_ack_result r;
 	struct mrc_ack_info a = { .dup = true };
-	u32 k;
+	u32 k, psn, t;
 
 	mrc_tt_warm(test, tx, 1000);
 	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 250u);
+	mrc_tt_send(test, tx, 1, 2000, 0);		/* PSN 1, sent once */
+	a.cum = tx->nxt;
+	for (k = 0; k < ARRAY_SIZE(never); k++) {
+		a.dup_psn = never[k];
+		KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 3000 + k, &r), 0);
+	}
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u);
+	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 250u);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 0u);
+
 	for (k = 1; k <= 3; k++) {
-		mrc_tt_send(test, tx, 1, 2000 * k, 0);
+		t = 4000 * k;
+		psn = tx->nxt;
+		mrc_tt_send(test, tx, 1, t, 0);
+		/* resent; delivered min_rtt after the resend: not by timing */
+		KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, psn, 1, t + 100, 1, 0), 0);
+		KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, t + 1100, tx->nxt, NOTS,
+						 NULL, 0, &r), 0);
+		KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u << (k - 1));
 		a.cum = tx->nxt;
-		KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 2000 * k + 1000, &r), 0);
+		a.dup_psn = psn;
+		KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, t + 1200, &r), 0);
+		KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u << k);
+		/* the same resend reported again */
+		KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, t + 1300, &r), 0);
 		KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u << k);
 	}
+	KUNIT_EXPECT_EQ(test, tx->spurious, 3u);
 	/* 250 x 8 = 2000, but never beyond srtt (1000) */
 	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 1000u);
 	/* an ordinary ACK leaves it alone */
@@ -1023,6 +1057,100 @@ static void mrc_tx_dup_report_adapts(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 10000, tx->nxt, NOTS, NULL, 0, &r),
 			0);
 	KUNIT_EXPECT_EQ(test, tx->reo_steps, 8u);
+}
+
+/*
+ * RFC 5961 style ACK window: cum must lie in [una - MRC_ACK_LAG_MAX, nxt].
+ * Outside it the ACK is refused and changes nothing; behind una (stale)
+ * only its SACK bits count, not its timestamp nor its DUP report.
+ */
+static void mrc_tx_ack_window(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+	u64 sack = 1ull << 2;				/* cum + 3 */
+	struct mrc_ack_info a = {
+		.sack = &sack, .sack_words = 1, .ts_valid = true,
+		.dup = true, .dup_psn = 1,
+	};
+	struct mrc_ack_result r;
+
+	mrc_tt_warm(test, tx, 100);			/* una = nxt = 1 */
+	mrc_tt_send(test, tx, 4, 1000, 1);		/* PSN 1-4 */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, 1100, 9, 0), 0);
+
+	/* one PSN too far behind una, then far behind: refused */
+	a.cum = 1 - MRC_ACK_LAG_MAX - 1;
+	a.sack_words = 0;
+	KUNIT_EXPECT_EQ(test, mrc_tx_ack(tx, &a, 1200, &r), -EINVAL);
+	a.cum = 1 - 0x40000000;
+	KUNIT_EXPECT_EQ(test, mrc_tx_ack(tx, &a, 1210, &r), -EINVAL);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 0u);
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u);
+	KUNIT_EXPECT_EQ(test, tx->una, 1u);
+
+	/* at the bound: accepted, stale, its DUP report ignored */
+	a.cum = 1 - MRC_ACK_LAG_MAX;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 1220, &r), 0);
+	KUNIT_EXPECT_TRUE(test, r.stale);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 0u);
+
+	/* stale, in reach: the SACK bit delivers PSN 3, nothing else counts */
+	a.cum = 0;
+	a.sack_words = 1;
+	a.ts_echo = 1000;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 1300, &r), 0);
+	KUNIT_EXPECT_TRUE(test, r.stale);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
+	KUNIT_EXPECT_TRUE(test, mrc_tt_acked(tx, 3));
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 0u);
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u);
+
+	/* the same fields in an ACK that is not stale do count */
+	a.cum = 5;
+	a.sack_words = 0;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 1300, &r), 0);
+	KUNIT_EXPECT_FALSE(test, r.stale);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 3u);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 300u);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 1u);
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 2u);
+	/* cum == nxt is the top of the window; nxt + 1 is beyond */
+	a.cum = 6;
+	KUNIT_EXPECT_EQ(test, mrc_tx_ack(tx, &a, 1400, &r), -EINVAL);
+}
+
+/* a forged timestamp echo yields a sample of rto_max at most */
+static void mrc_tx_rtt_clamped(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);	/* rto_max 64000 */
+	struct mrc_ack_result r;
+	u32 i, t;
+
+	mrc_tt_warm(test, tx, 1000);
+	mrc_tt_send(test, tx, 1, 2000, 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 3000, 2, 3000 - 0x70000000, NULL,
+					 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 64000u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.latest, 64000u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 8875u);	/* (7000 + 64000) / 8 */
+	KUNIT_EXPECT_EQ(test, tx->rtt.min_rtt, 1000u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.rto, 64000u);
+	KUNIT_EXPECT_LE(test, tx->reo_wnd, tx->rtt.srtt);
+	/* repeated forgeries take srtt to rto_max, not beyond */
+	for (i = 0; i < 200; i++) {
+		t = 10000 + 100 * i;
+		mrc_tt_send(test, tx, 1, t, 0);
+		KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, t + 50, tx->nxt,
+						 t - 0x7fff0000, NULL, 0, &r),
+				0);
+		KUNIT_ASSERT_EQ(test, r.rtt_sample, 64000u);
+	}
+	KUNIT_EXPECT_LE(test, tx->rtt.srtt, 64000u + 4);
+	KUNIT_EXPECT_GE(test, tx->rtt.srtt, 64000u - 3);
+	KUNIT_EXPECT_LE(test, tx->reo_wnd, 64000u + 4);
 }
 
 /* the whole story across the 32-bit PSN wrap */
@@ -1194,8 +1322,11 @@ static void mrc_tx_timer_margin_adapts(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, mrc_tx_detect_loss(tx, 8300), 2u);
 	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 5, 1, 8300, 0, 0), 0);
 	mrc_tt_late_dup(test, tx, 4, 8300);
-	/* a spurious resend (five so far), not a timer's */
-	KUNIT_EXPECT_EQ(test, tx->spurious, 5u);
+	/*
+	 * A spurious resend, not a timer's: four so far (the second report
+	 * of PSN 1's probe did not count).
+	 */
+	KUNIT_EXPECT_EQ(test, tx->spurious, 4u);
 	KUNIT_EXPECT_EQ(test, tx->spurious_tmos, 3u);
 	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 8u);	/* at most */
 
@@ -1235,6 +1366,8 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_ack_everything),
 	KUNIT_CASE(mrc_tx_ack_beyond_nxt),
 	KUNIT_CASE(mrc_tx_stale_ack),
+	KUNIT_CASE(mrc_tx_ack_window),
+	KUNIT_CASE(mrc_tx_rtt_clamped),
 	KUNIT_CASE(mrc_tx_sack_decode),
 	KUNIT_CASE(mrc_tx_sack_roundtrip),
 	KUNIT_CASE(mrc_tx_need_resp),
