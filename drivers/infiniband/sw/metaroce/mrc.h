@@ -305,6 +305,7 @@ struct mrc_mr {
 	struct mrc_region region;
 	refcount_t ref;
 	struct completion done;
+	struct rcu_head rcu;		/* lookups may still read a dead MR */
 };
 
 static inline struct mrc_mr *to_mmr(struct ib_mr *mr)
