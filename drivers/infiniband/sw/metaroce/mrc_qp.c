@@ -78,6 +78,22 @@ static int mrc_qp_sizes(struct mrc_qp *qp, struct ib_qp_init_attr *init)
 	return 0;
 }
 
+/* no new lookups of @qp, and no lookup or packet still using it */
+static void mrc_qp_unpublish(struct mrc_qp *qp, u32 qpn)
+{
+	xa_erase_irq(&qp->mdev->qpn_xa, qpn);
+	/*
+	 * The core frees the QP when destroy returns, with no grace period:
+	 * a lookup that loaded the pointer before the erase must be done
+	 * with it first.  This costs destroy a grace period; a locked
+	 * lookup would cost every received packet a device-wide lock.
+	 */
+	synchronize_rcu();
+	/* wait for packets in the receive path to let go */
+	mrc_qp_put(qp);
+	wait_for_completion(&qp->done);
+}
+
 static void mrc_qp_free_bufs(struct mrc_qp *qp)
 {
 	mrc_ring_free(&qp->sq);
@@ -221,7 +237,7 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	return 0;
 
 err_xa:
-	xa_erase_irq(&mdev->qpn_xa, qpn);
+	mrc_qp_unpublish(qp, qpn);
 err_bufs:
 	mrc_qp_free_bufs(qp);
 err_count:
@@ -528,10 +544,7 @@ int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	spin_unlock_bh(&qp->lock);
 	mutex_unlock(&qp->state_mutex);
 
-	xa_erase_irq(&mdev->qpn_xa, ibqp->qp_num);
-	/* wait for packets in the receive path to let go */
-	mrc_qp_put(qp);
-	wait_for_completion(&qp->done);
+	mrc_qp_unpublish(qp, ibqp->qp_num);
 	hrtimer_cancel(&qp->tx_timer);
 	hrtimer_cancel(&qp->ack_timer);
 	cancel_work_sync(&qp->send_work);
