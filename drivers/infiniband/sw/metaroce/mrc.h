@@ -559,6 +559,7 @@ u32 mrc_qp_dgram_max(const struct mrc_qp *qp);
 int mrc_ring_alloc(struct mrc_dev *mdev, struct mrc_ring *r, u32 depth,
 		   u32 stride, struct ib_udata *udata);
 void mrc_ring_free(struct mrc_ring *r);
+void mrc_ring_detach(struct mrc_ring *r, struct mrc_ring *out);
 u64 mrc_ring_mmap_offset(struct mrc_ring *r);
 int mrc_mmap(struct ib_ucontext *ctx, struct vm_area_struct *vma);
 void mrc_mmap_free(struct rdma_user_mmap_entry *entry);

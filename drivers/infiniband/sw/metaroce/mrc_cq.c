@@ -71,11 +71,14 @@ err_count:
 int mrc_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct mrc_cq *cq = to_mcq(ibcq);
+	struct mrc_ring ring;
 	unsigned long flags;
 
+	/* restrack may still read the header: it checks under cq->lock */
 	spin_lock_irqsave(&cq->lock, flags);
-	mrc_ring_free(&cq->ring);
+	mrc_ring_detach(&cq->ring, &ring);
 	spin_unlock_irqrestore(&cq->lock, flags);
+	mrc_ring_free(&ring);
 	atomic_dec(&to_mdev(ibcq->device)->n_cq);
 	return 0;
 }

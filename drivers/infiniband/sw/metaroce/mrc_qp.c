@@ -96,8 +96,15 @@ static void mrc_qp_unpublish(struct mrc_qp *qp, u32 qpn)
 
 static void mrc_qp_free_bufs(struct mrc_qp *qp)
 {
-	mrc_ring_free(&qp->sq);
-	mrc_ring_free(&qp->rq);
+	struct mrc_ring sq, rq;
+
+	/* restrack may read the ring headers until the core's restrack_del */
+	spin_lock_bh(&qp->lock);
+	mrc_ring_detach(&qp->sq, &sq);
+	mrc_ring_detach(&qp->rq, &rq);
+	spin_unlock_bh(&qp->lock);
+	mrc_ring_free(&sq);
+	mrc_ring_free(&rq);
 	kvfree(qp->swqe);
 	kvfree(qp->sq_shadow);
 	kvfree(qp->tx_slots);
@@ -867,10 +874,14 @@ int mrc_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	struct mrc_srq *srq = to_msrq(ibsrq);
 	struct mrc_dev *mdev = to_mdev(ibsrq->device);
 
+	struct mrc_ring ring;
+
 	xa_erase(&mdev->srq_xa, srq->srq_num);
 	spin_lock_bh(&srq->lock);
-	mrc_ring_free(&srq->ring);
+	mrc_ring_detach(&srq->ring, &ring);
 	spin_unlock_bh(&srq->lock);
+	/* an unmapped user ring is vfree()d here: not under the lock */
+	mrc_ring_free(&ring);
 	atomic_dec(&mdev->n_srq);
 	return 0;
 }
