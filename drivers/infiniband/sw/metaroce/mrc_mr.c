@@ -78,9 +78,18 @@ static void mrc_mr_release(struct mrc_mr *mr)
 
 struct ib_mr *mrc_get_dma_mr(struct ib_pd *ibpd, int access)
 {
-	struct mrc_mr *mr = mrc_mr_new(ibpd, access);
+	struct mrc_mr *mr;
 	int err;
 
+	/*
+	 * It spans all kernel memory: a remote right would hand the peer
+	 * every kernel address.  Refusing makes the core refuse
+	 * IB_PD_UNSAFE_GLOBAL_RKEY as well.
+	 */
+	if (access & (IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE |
+		      IB_ACCESS_REMOTE_ATOMIC))
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = mrc_mr_new(ibpd, access);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
 	mr->type = MRC_MR_DMA;
