@@ -583,7 +583,8 @@ int mrc_wqe_put_data(struct mrc_qp *qp, struct metaroce_send_wqe *w,
 		u8 *d = (u8 *)(w + 1);
 
 		for (i = 0; i < wr->num_sge; i++) {
-			if (len + wr->sg_list[i].length > qp->max_inline)
+			/* len <= max_inline: the difference cannot wrap */
+			if (wr->sg_list[i].length > qp->max_inline - len)
 				return -EINVAL;
 			memcpy(d + len, (void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
