@@ -326,6 +326,18 @@ static void mrc_qp_reset(struct mrc_qp *qp)
 	}
 }
 
+/* IBTA field widths: larger values cannot go on the wire (RNR NAK) */
+static bool mrc_qp_attr_ranges_ok(const struct ib_qp_attr *attr, int mask)
+{
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return false;
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+		return false;
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return false;
+	return !((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7);
+}
+
 int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		  struct ib_udata *udata)
 {
@@ -367,6 +379,10 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	}
 	if ((mask & IB_QP_PATH_MTU) &&
 	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096)) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (!mrc_qp_attr_ranges_ok(attr, mask)) {
 		err = -EINVAL;
 		goto out;
 	}
