@@ -281,6 +281,7 @@ struct mrc_cq {
 	u8 notify;			/* IB_CQ_SOLICITED / IB_CQ_NEXT_COMP armed */
 	bool is_user;
 	bool overflow;
+	struct work_struct comp_work;	/* a kernel CQ's comp_handler */
 };
 
 static inline struct mrc_cq *to_mcq(struct ib_cq *cq)
@@ -520,6 +521,7 @@ struct mrc_qp {
 	refcount_t ref;			/* packet and timer users */
 	struct completion done;
 	struct work_struct send_work;
+	struct work_struct rq_flush_work;	/* post_recv in ERR, IRQs off */
 	struct sk_buff_head txq;	/* built packets waiting to go out */
 	unsigned long txq_busy;	/* bit 0: a CPU is sending txq */
 	struct sk_buff_head ackq;	/* built ACKs and NAKs */

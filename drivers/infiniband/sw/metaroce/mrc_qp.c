@@ -122,6 +122,11 @@ static void mrc_qp_free_bufs(struct mrc_qp *qp)
 	qp->rmsg = NULL;
 }
 
+static void mrc_rq_flush_work(struct work_struct *work)
+{
+	mrc_flush_rq(container_of(work, struct mrc_qp, rq_flush_work));
+}
+
 int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		  struct ib_udata *udata)
 {
@@ -159,6 +164,7 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	skb_queue_head_init(&qp->txq);
 	skb_queue_head_init(&qp->ackq);
 	INIT_WORK(&qp->send_work, mrc_send_work);
+	INIT_WORK(&qp->rq_flush_work, mrc_rq_flush_work);
 	hrtimer_init(&qp->tx_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	qp->tx_timer.function = mrc_tx_timer_fn;
 	hrtimer_init(&qp->ack_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
@@ -571,6 +577,7 @@ int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	hrtimer_cancel(&qp->tx_timer);
 	hrtimer_cancel(&qp->ack_timer);
 	cancel_work_sync(&qp->send_work);
+	cancel_work_sync(&qp->rq_flush_work);
 	skb_queue_purge(&qp->txq);
 	skb_queue_purge(&qp->ackq);
 	mrc_qp_free_bufs(qp);
@@ -674,6 +681,7 @@ int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		  const struct ib_send_wr **bad)
 {
 	struct mrc_qp *qp = to_mqp(ibqp);
+	unsigned long flags;
 	int err = 0;
 
 	if (qp->is_user) {
@@ -687,9 +695,10 @@ int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	if (qp->ibqp.qp_type != IB_QPT_RC)
 		return mrc_ud_post_send(qp, wr, bad);
-	spin_lock_bh(&qp->lock);
+	/* kernel callers may have IRQs off (verbs allow it) */
+	spin_lock_irqsave(&qp->lock, flags);
 	if (qp->state < IB_QPS_RTS && qp->state != IB_QPS_ERR) {
-		spin_unlock_bh(&qp->lock);
+		spin_unlock_irqrestore(&qp->lock, flags);
 		*bad = wr;
 		return -EINVAL;
 	}
@@ -700,8 +709,12 @@ int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			break;
 		}
 	}
-	spin_unlock_bh(&qp->lock);
-	mrc_send_kick(qp);
+	spin_unlock_irqrestore(&qp->lock, flags);
+	/* the send engine enables BH on its way out: not with IRQs off */
+	if (irqs_disabled())
+		queue_work(mrc_wq, &qp->send_work);
+	else
+		mrc_send_kick(qp);
 	return err;
 }
 
@@ -735,6 +748,7 @@ int mrc_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		  const struct ib_recv_wr **bad)
 {
 	struct mrc_qp *qp = to_mqp(ibqp);
+	unsigned long flags;
 	bool flush;
 	int err = 0;
 
@@ -742,7 +756,7 @@ int mrc_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		*bad = wr;
 		return -EINVAL;
 	}
-	spin_lock_bh(&qp->lock);
+	spin_lock_irqsave(&qp->lock, flags);
 	for (; wr; wr = wr->next) {
 		err = mrc_post_one_recv(&qp->rq, qp->rq_cons, qp->max_recv_sge,
 					wr);
@@ -752,8 +766,10 @@ int mrc_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		}
 	}
 	flush = qp->state == IB_QPS_ERR;
-	spin_unlock_bh(&qp->lock);
-	if (flush)
+	spin_unlock_irqrestore(&qp->lock, flags);
+	if (flush && irqs_disabled())
+		queue_work(mrc_wq, &qp->rq_flush_work);
+	else if (flush)
 		mrc_flush_rq(qp);
 	return err;
 }
@@ -907,13 +923,14 @@ int mrc_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad)
 {
 	struct mrc_srq *srq = to_msrq(ibsrq);
+	unsigned long flags;
 	int err = 0;
 
 	if (srq->is_user) {
 		*bad = wr;
 		return -EINVAL;
 	}
-	spin_lock_bh(&srq->lock);
+	spin_lock_irqsave(&srq->lock, flags);
 	for (; wr; wr = wr->next) {
 		err = mrc_post_one_recv(&srq->ring, srq->cons, srq->max_sge,
 					wr);
@@ -922,7 +939,7 @@ int mrc_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			break;
 		}
 	}
-	spin_unlock_bh(&srq->lock);
+	spin_unlock_irqrestore(&srq->lock, flags);
 	return err;
 }
 
