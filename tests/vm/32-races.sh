@@ -97,9 +97,9 @@ fi
 
 # --- b) restrack dumps against create/destroy -------------------------------------
 if [[ $MRC_RACES == *b* ]] && setup "restrack race"; then
-	in_host "$TOPO_A" "$CHURN" "$RC_DEV_A" 20 8 >/tmp/churn.1 2>&1 &
+	ip netns exec "$TOPO_A" "$CHURN" "$RC_DEV_A" 20 8 >/tmp/churn.1 2>&1 &
 	c1=$!
-	in_host "$TOPO_A" "$CHURN" "$RC_DEV_A" 20 3 >/tmp/churn.2 2>&1 &
+	ip netns exec "$TOPO_A" "$CHURN" "$RC_DEV_A" 20 3 >/tmp/churn.2 2>&1 &
 	c2=$!
 	# one exec per 200 dumps: an exec costs more than a dump under TCG
 	for ((i = 0; i < 100; i++)); do
@@ -198,14 +198,14 @@ fi
 tx_past() { [ $(($(sw_port_bytes "$TOPO_SW" "$TOPO_PORT_A" tx) - $1)) -gt "$2" ]; }
 read_kill() { # TRY
 	local try=$1 spid cpid b0 b1 st
-	in_host "$TOPO_B" ib_read_bw -d "$RC_DEV_B" -x "$GID_B" -s 8388608 -n 100000 -F \
+	ip netns exec "$TOPO_B" ib_read_bw -d "$RC_DEV_B" -x "$GID_B" -s 8388608 -n 100000 -F \
 		-q "$RD_QPS" >"/tmp/rd$try.srv" 2>&1 &
 	spid=$!
 	b0=$(sw_port_bytes "$TOPO_SW" "$TOPO_PORT_A" tx)
 	cpid=''
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
 		bsleep 1
-		in_host "$TOPO_A" ib_read_bw -d "$RC_DEV_A" -x "$GID_A" -s 8388608 -n 100000 -F \
+		ip netns exec "$TOPO_A" ib_read_bw -d "$RC_DEV_A" -x "$GID_A" -s 8388608 -n 100000 -F \
 			-q "$RD_QPS" "$MGMT_B_IP" >"/tmp/rd$try.cli" 2>&1 &
 		cpid=$!
 		bsleep 2
