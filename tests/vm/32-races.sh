@@ -31,7 +31,7 @@ cleanup() {
 trap cleanup EXIT
 CHURN=$RC_REPO/tests/tools/mrc_churn
 # MRC_RACES: the parts to run (default all: "bca")
-: "${MRC_RACES:=bca}" "${RD_RATE:=}" "${RD_QPS:=4}" "${RD_TRIES:=6}"
+: "${MRC_RACES:=bca}" "${RD_RATE:=}" "${RD_QPS:=4}" "${RD_TRIES:=3}"
 
 # state PID: the task's state letter from /proc/PID/stat, "-" if it is gone
 state() {
@@ -106,6 +106,12 @@ if [[ $MRC_RACES == *b* ]] && setup "restrack race"; then
 		echo "resource show qp link $RC_DEV_A/1"
 		echo "resource show cq link $RC_DEV_A/1"
 	done >/tmp/dump.batch
+	rdma -d -d -b /tmp/dump.batch 2>&1 | head -n 4 >/tmp/dump.first
+	if grep -q 'lqpn 1 ' /tmp/dump.first; then
+		t_ok "a batch of dumps lists the QPs"
+	else
+		t_fail "a batch of dumps lists the QPs" "$(cat /tmp/dump.first)"
+	fi
 	dumps=0
 	while [ "$(state "$c1")" != Z ] && [ "$(state "$c1")" != - ]; do
 		rdma -d -d -b /tmp/dump.batch >/dev/null 2>&1
@@ -192,8 +198,27 @@ if [[ $MRC_RACES == *c* ]] && setup "netns removal"; then
 fi
 
 # --- a) READ responder killed while it answers ------------------------------------
-# Responses cross the switch towards hostA: shaped there, an 8 MiB READ
-# takes seconds, so the responder is killed in the middle of one.
+# 8 MiB READs on RD_QPS QPs (RD_RATE, if set, shapes the switch port the
+# responses cross); the responder is killed while the work queue that
+# sends the rest of each response is starved.
+# The responder sends the first 64 packets of a READ request as it
+# arrives and the rest from the device's work queue.  starve_on confines
+# unbound work to CPU 1 and runs a nice -19 hog there: the rest waits, so
+# the responder is killed while its READs are being answered.
+WQ_MASK=/sys/devices/virtual/workqueue/cpumask
+HOG='' WQ_OLD=''
+starve_on() {
+	[ -w "$WQ_MASK" ] && [ -d /sys/devices/system/cpu/cpu1 ] || return 0
+	read -r WQ_OLD <"$WQ_MASK"
+	echo 2 >"$WQ_MASK"
+	taskset -c 1 nice -n -19 bash -c 'while :; do :; done' &
+	HOG=$!
+}
+starve_off() {
+	[ -z "$HOG" ] || { kill -9 "$HOG"; wait "$HOG"; } 2>/dev/null
+	[ -z "$WQ_OLD" ] || echo "$WQ_OLD" >"$WQ_MASK"
+	HOG='' WQ_OLD=''
+}
 # tx_past B0 N: the switch port towards hostA sent more than N bytes since B0
 tx_past() { [ $(($(sw_port_bytes "$TOPO_SW" "$TOPO_PORT_A" tx) - $1)) -gt "$2" ]; }
 read_kill() { # TRY
@@ -222,9 +247,11 @@ read_kill() { # TRY
 		gone "$spid" 10 || WEDGED=1
 		return 1
 	fi
-	bsleep "$((RANDOM % 2)).$((RANDOM % 10))"
+	starve_on
+	bsleep 1
 	b1=$(sw_port_bytes "$TOPO_SW" "$TOPO_PORT_A" tx)
 	kill -9 "$spid"
+	starve_off
 	if gone "$spid" 10; then
 		t_ok "try $try: READ responder killed after $(((b1 - b0) >> 20)) MiB: gone within 10 s"
 	else
