@@ -281,6 +281,7 @@ struct mrc_cq {
 	u8 notify;			/* IB_CQ_SOLICITED / IB_CQ_NEXT_COMP armed */
 	bool is_user;
 	bool overflow;
+	struct work_struct comp_work;	/* a kernel CQ's comp_handler */
 };
 
 static inline struct mrc_cq *to_mcq(struct ib_cq *cq)
@@ -305,6 +306,7 @@ struct mrc_mr {
 	struct mrc_region region;
 	refcount_t ref;
 	struct completion done;
+	struct rcu_head rcu;		/* lookups may still read a dead MR */
 };
 
 static inline struct mrc_mr *to_mmr(struct ib_mr *mr)
@@ -518,6 +520,7 @@ struct mrc_qp {
 	refcount_t ref;			/* packet and timer users */
 	struct completion done;
 	struct work_struct send_work;
+	struct work_struct rq_flush_work;	/* post_recv in ERR, IRQs off */
 	struct sk_buff_head txq;	/* built packets waiting to go out */
 	unsigned long txq_busy;	/* bit 0: a CPU is sending txq */
 	struct sk_buff_head ackq;	/* built ACKs and NAKs */
@@ -557,6 +560,7 @@ u32 mrc_qp_dgram_max(const struct mrc_qp *qp);
 int mrc_ring_alloc(struct mrc_dev *mdev, struct mrc_ring *r, u32 depth,
 		   u32 stride, struct ib_udata *udata);
 void mrc_ring_free(struct mrc_ring *r);
+void mrc_ring_detach(struct mrc_ring *r, struct mrc_ring *out);
 u64 mrc_ring_mmap_offset(struct mrc_ring *r);
 int mrc_mmap(struct ib_ucontext *ctx, struct vm_area_struct *vma);
 void mrc_mmap_free(struct rdma_user_mmap_entry *entry);

@@ -72,14 +72,24 @@ static void mrc_mr_release(struct mrc_mr *mr)
 		ib_umem_release(mr->umem);
 	kvfree(mr->pages);
 	atomic_dec(&mr->mdev->n_mr);
-	kfree(mr);
+	/* mrc_mr_get() may have loaded the pointer just before xa_erase */
+	kfree_rcu(mr, rcu);
 }
 
 struct ib_mr *mrc_get_dma_mr(struct ib_pd *ibpd, int access)
 {
-	struct mrc_mr *mr = mrc_mr_new(ibpd, access);
+	struct mrc_mr *mr;
 	int err;
 
+	/*
+	 * It spans all kernel memory: a remote right would hand the peer
+	 * every kernel address.  Refusing makes the core refuse
+	 * IB_PD_UNSAFE_GLOBAL_RKEY as well.
+	 */
+	if (access & (IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE |
+		      IB_ACCESS_REMOTE_ATOMIC))
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = mrc_mr_new(ibpd, access);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
 	mr->type = MRC_MR_DMA;
@@ -170,9 +180,14 @@ struct mrc_mr *mrc_mr_get(struct mrc_dev *mdev, u32 key)
 
 	rcu_read_lock();
 	mr = xa_load(&mdev->mr_xa, key >> 8);
-	if (mr && (mr->ibmr.lkey != key || !refcount_inc_not_zero(&mr->ref)))
+	if (mr && !refcount_inc_not_zero(&mr->ref))
 		mr = NULL;
 	rcu_read_unlock();
+	/* the key is read only while the reference keeps the MR alive */
+	if (mr && mr->ibmr.lkey != key) {
+		mrc_mr_put(mr);
+		mr = NULL;
+	}
 	return mr;
 }
 

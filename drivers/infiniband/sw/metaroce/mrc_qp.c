@@ -78,10 +78,33 @@ static int mrc_qp_sizes(struct mrc_qp *qp, struct ib_qp_init_attr *init)
 	return 0;
 }
 
+/* no new lookups of @qp, and no lookup or packet still using it */
+static void mrc_qp_unpublish(struct mrc_qp *qp, u32 qpn)
+{
+	xa_erase_irq(&qp->mdev->qpn_xa, qpn);
+	/*
+	 * The core frees the QP when destroy returns, with no grace period:
+	 * a lookup that loaded the pointer before the erase must be done
+	 * with it first.  This costs destroy a grace period; a locked
+	 * lookup would cost every received packet a device-wide lock.
+	 */
+	synchronize_rcu();
+	/* wait for packets in the receive path to let go */
+	mrc_qp_put(qp);
+	wait_for_completion(&qp->done);
+}
+
 static void mrc_qp_free_bufs(struct mrc_qp *qp)
 {
-	mrc_ring_free(&qp->sq);
-	mrc_ring_free(&qp->rq);
+	struct mrc_ring sq, rq;
+
+	/* restrack may read the ring headers until the core's restrack_del */
+	spin_lock_bh(&qp->lock);
+	mrc_ring_detach(&qp->sq, &sq);
+	mrc_ring_detach(&qp->rq, &rq);
+	spin_unlock_bh(&qp->lock);
+	mrc_ring_free(&sq);
+	mrc_ring_free(&rq);
 	kvfree(qp->swqe);
 	kvfree(qp->sq_shadow);
 	kvfree(qp->tx_slots);
@@ -97,6 +120,11 @@ static void mrc_qp_free_bufs(struct mrc_qp *qp)
 	qp->rx_map = NULL;
 	qp->wlog_ents = NULL;
 	qp->rmsg = NULL;
+}
+
+static void mrc_rq_flush_work(struct work_struct *work)
+{
+	mrc_flush_rq(container_of(work, struct mrc_qp, rq_flush_work));
 }
 
 int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -136,6 +164,7 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	skb_queue_head_init(&qp->txq);
 	skb_queue_head_init(&qp->ackq);
 	INIT_WORK(&qp->send_work, mrc_send_work);
+	INIT_WORK(&qp->rq_flush_work, mrc_rq_flush_work);
 	hrtimer_init(&qp->tx_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	qp->tx_timer.function = mrc_tx_timer_fn;
 	hrtimer_init(&qp->ack_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
@@ -221,7 +250,7 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	return 0;
 
 err_xa:
-	xa_erase_irq(&mdev->qpn_xa, qpn);
+	mrc_qp_unpublish(qp, qpn);
 err_bufs:
 	mrc_qp_free_bufs(qp);
 err_count:
@@ -302,6 +331,18 @@ static void mrc_qp_reset(struct mrc_qp *qp)
 	}
 }
 
+/* IBTA field widths: larger values cannot go on the wire (RNR NAK) */
+static bool mrc_qp_attr_ranges_ok(const struct ib_qp_attr *attr, int mask)
+{
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return false;
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+		return false;
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return false;
+	return !((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7);
+}
+
 int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		  struct ib_udata *udata)
 {
@@ -343,6 +384,10 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	}
 	if ((mask & IB_QP_PATH_MTU) &&
 	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096)) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (!mrc_qp_attr_ranges_ok(attr, mask)) {
 		err = -EINVAL;
 		goto out;
 	}
@@ -529,13 +574,11 @@ int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	spin_unlock_bh(&qp->lock);
 	mutex_unlock(&qp->state_mutex);
 
-	xa_erase_irq(&mdev->qpn_xa, ibqp->qp_num);
-	/* wait for packets in the receive path to let go */
-	mrc_qp_put(qp);
-	wait_for_completion(&qp->done);
+	mrc_qp_unpublish(qp, ibqp->qp_num);
 	hrtimer_cancel(&qp->tx_timer);
 	hrtimer_cancel(&qp->ack_timer);
 	cancel_work_sync(&qp->send_work);
+	cancel_work_sync(&qp->rq_flush_work);
 	skb_queue_purge(&qp->txq);
 	skb_queue_purge(&qp->ackq);
 	mrc_qp_free_bufs(qp);
@@ -564,7 +607,8 @@ int mrc_wqe_put_data(struct mrc_qp *qp, struct metaroce_send_wqe *w,
 		u8 *d = (u8 *)(w + 1);
 
 		for (i = 0; i < wr->num_sge; i++) {
-			if (len + wr->sg_list[i].length > qp->max_inline)
+			/* len <= max_inline: the difference cannot wrap */
+			if (wr->sg_list[i].length > qp->max_inline - len)
 				return -EINVAL;
 			memcpy(d + len, (void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
@@ -638,6 +682,7 @@ int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		  const struct ib_send_wr **bad)
 {
 	struct mrc_qp *qp = to_mqp(ibqp);
+	unsigned long flags;
 	int err = 0;
 
 	if (qp->is_user) {
@@ -651,9 +696,10 @@ int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	if (qp->ibqp.qp_type != IB_QPT_RC)
 		return mrc_ud_post_send(qp, wr, bad);
-	spin_lock_bh(&qp->lock);
+	/* kernel callers may have IRQs off (verbs allow it) */
+	spin_lock_irqsave(&qp->lock, flags);
 	if (qp->state < IB_QPS_RTS && qp->state != IB_QPS_ERR) {
-		spin_unlock_bh(&qp->lock);
+		spin_unlock_irqrestore(&qp->lock, flags);
 		*bad = wr;
 		return -EINVAL;
 	}
@@ -664,8 +710,12 @@ int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			break;
 		}
 	}
-	spin_unlock_bh(&qp->lock);
-	mrc_send_kick(qp);
+	spin_unlock_irqrestore(&qp->lock, flags);
+	/* the send engine enables BH on its way out: not with IRQs off */
+	if (irqs_disabled())
+		queue_work(mrc_wq, &qp->send_work);
+	else
+		mrc_send_kick(qp);
 	return err;
 }
 
@@ -699,6 +749,7 @@ int mrc_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		  const struct ib_recv_wr **bad)
 {
 	struct mrc_qp *qp = to_mqp(ibqp);
+	unsigned long flags;
 	bool flush;
 	int err = 0;
 
@@ -706,7 +757,7 @@ int mrc_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		*bad = wr;
 		return -EINVAL;
 	}
-	spin_lock_bh(&qp->lock);
+	spin_lock_irqsave(&qp->lock, flags);
 	for (; wr; wr = wr->next) {
 		err = mrc_post_one_recv(&qp->rq, qp->rq_cons, qp->max_recv_sge,
 					wr);
@@ -716,8 +767,10 @@ int mrc_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		}
 	}
 	flush = qp->state == IB_QPS_ERR;
-	spin_unlock_bh(&qp->lock);
-	if (flush)
+	spin_unlock_irqrestore(&qp->lock, flags);
+	if (flush && irqs_disabled())
+		queue_work(mrc_wq, &qp->rq_flush_work);
+	else if (flush)
 		mrc_flush_rq(qp);
 	return err;
 }
@@ -855,10 +908,14 @@ int mrc_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	struct mrc_srq *srq = to_msrq(ibsrq);
 	struct mrc_dev *mdev = to_mdev(ibsrq->device);
 
+	struct mrc_ring ring;
+
 	xa_erase(&mdev->srq_xa, srq->srq_num);
 	spin_lock_bh(&srq->lock);
-	mrc_ring_free(&srq->ring);
+	mrc_ring_detach(&srq->ring, &ring);
 	spin_unlock_bh(&srq->lock);
+	/* an unmapped user ring is vfree()d here: not under the lock */
+	mrc_ring_free(&ring);
 	atomic_dec(&mdev->n_srq);
 	return 0;
 }
@@ -867,13 +924,14 @@ int mrc_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad)
 {
 	struct mrc_srq *srq = to_msrq(ibsrq);
+	unsigned long flags;
 	int err = 0;
 
 	if (srq->is_user) {
 		*bad = wr;
 		return -EINVAL;
 	}
-	spin_lock_bh(&srq->lock);
+	spin_lock_irqsave(&srq->lock, flags);
 	for (; wr; wr = wr->next) {
 		err = mrc_post_one_recv(&srq->ring, srq->cons, srq->max_sge,
 					wr);
@@ -882,7 +940,7 @@ int mrc_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			break;
 		}
 	}
-	spin_unlock_bh(&srq->lock);
+	spin_unlock_irqrestore(&srq->lock, flags);
 	return err;
 }
 

@@ -643,7 +643,9 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 {
 	u32 prod = mrc_ring_load(&qp->sq.hdr->prod);
 
-	if (prod - qp->sq_cons > qp->sq.depth) {
+	/* prod must stay in [sq_next, sq_cons + depth]: never move back */
+	if (prod - qp->sq_cons > qp->sq.depth ||
+	    prod - qp->sq_next > prod - qp->sq_cons) {
 		/* a corrupt producer index: treat as a local QP error */
 		mrc_req_fail(qp, IB_WC_LOC_QP_OP_ERR);
 		return true;

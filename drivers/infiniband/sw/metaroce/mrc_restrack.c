@@ -52,12 +52,20 @@ int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	struct mrc_res_list l = { .n = 0 };
 
 	spin_lock_bh(&qp->lock);
+	/*
+	 * The core lists a QP until after destroy_qp returned, so its rings
+	 * may be gone: free_bufs clears the headers under qp->lock.
+	 */
+	if (!qp->sq.hdr) {
+		spin_unlock_bh(&qp->lock);
+		return 0;
+	}
 	/* SQ: what userspace published, what was started, what is done */
 	mrc_res_add(&l, "sq_depth", qp->sq.depth);
 	mrc_res_add(&l, "sq_user_prod", mrc_ring_load(&qp->sq.hdr->prod));
 	mrc_res_add(&l, "sq_next", qp->sq_next);
 	mrc_res_add(&l, "sq_cons", qp->sq_cons);
-	if (qp->has_rq) {
+	if (qp->has_rq && qp->rq.hdr) {
 		mrc_res_add(&l, "rq_depth", qp->rq.depth);
 		mrc_res_add(&l, "rq_user_prod", mrc_ring_load(&qp->rq.hdr->prod));
 		mrc_res_add(&l, "rq_cons", qp->rq_cons);
@@ -111,6 +119,11 @@ int mrc_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
 	unsigned long flags;
 
 	spin_lock_irqsave(&cq->lock, flags);
+	/* as for QPs: destroy_cq detached the ring under cq->lock */
+	if (!cq->ring.hdr) {
+		spin_unlock_irqrestore(&cq->lock, flags);
+		return 0;
+	}
 	mrc_res_add(&l, "depth", cq->ring.depth);
 	mrc_res_add(&l, "prod", cq->prod);
 	mrc_res_add(&l, "cons", cq->is_user ?

@@ -84,6 +84,22 @@ void mrc_ring_free(struct mrc_ring *r)
 	r->mmap_entry = NULL;
 }
 
+/**
+ * mrc_ring_detach() - move a ring out of its object.
+ * @r: the object's ring; left without a buffer (@r->hdr NULL).
+ * @out: takes the buffer, for mrc_ring_free() outside the object's lock.
+ *
+ * Detach under the lock that readers of @r->hdr hold, then free unlocked:
+ * freeing may vfree(), which must not run with interrupts off.
+ */
+void mrc_ring_detach(struct mrc_ring *r, struct mrc_ring *out)
+{
+	*out = *r;
+	r->buf = NULL;
+	r->hdr = NULL;
+	r->mmap_entry = NULL;
+}
+
 u64 mrc_ring_mmap_offset(struct mrc_ring *r)
 {
 	return r->mmap_entry ? rdma_user_mmap_get_offset(r->mmap_entry) : 0;
