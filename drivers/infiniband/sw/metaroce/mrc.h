@@ -36,6 +36,8 @@
 #define MRC_MAX_SRQ_WR		16384
 #define MRC_MAX_RD_ATOM		16
 #define MRC_MAX_MR_SIZE		BIT_ULL(40)
+#define MRC_QPN_MIN		16	/* below: QP 0, 1 and reserved */
+#define MRC_QPN_MAX		0xffffff
 #define MRC_VENDOR_ID		0xffffff
 #define MRC_VENDOR_PART		0x4d52
 #define MRC_GID_TBL_LEN		64
@@ -153,7 +155,6 @@ struct mrc_dev {
 	struct mrc_net_socks *socks;	/* UDP sockets of ndev's netns */
 	u64 guid;
 	struct xarray qpn_xa;		/* QPN -> struct mrc_qp */
-	u32 next_qpn;
 	struct xarray mr_xa;		/* key index -> struct mrc_mr */
 	u32 next_mr;
 	u8 next_key;

@@ -99,6 +99,23 @@ static void mrc_qp_free_bufs(struct mrc_qp *qp)
 	qp->rmsg = NULL;
 }
 
+/*
+ * An RC packet is let in on its source address and QPNs alone (see
+ * metaroce-protocol.rst, source checks): take the first free number at or
+ * after a random one, so that a QPN says nothing about the next.  Still
+ * one xarray walk, and it finds a free number whenever there is one.
+ */
+static int mrc_qpn_alloc(struct mrc_dev *mdev, struct mrc_qp *qp, u32 *qpn)
+{
+	u32 next = get_random_u32() & MRC_QPN_MAX;
+	int err;
+
+	err = xa_alloc_cyclic_irq(&mdev->qpn_xa, qpn, qp,
+				  XA_LIMIT(MRC_QPN_MIN, MRC_QPN_MAX), &next,
+				  GFP_KERNEL_ACCOUNT);
+	return err < 0 ? err : 0;
+}
+
 int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		  struct ib_udata *udata)
 {
@@ -193,11 +210,7 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		qpn = 1;
 		err = xa_insert_irq(&mdev->qpn_xa, qpn, qp, GFP_KERNEL);
 	} else {
-		err = xa_alloc_cyclic_irq(&mdev->qpn_xa, &qpn, qp,
-					  XA_LIMIT(16, 0xffffff),
-					  &mdev->next_qpn, GFP_KERNEL);
-		if (err > 0)
-			err = 0;
+		err = mrc_qpn_alloc(mdev, qp, &qpn);
 	}
 	if (err)
 		goto err_bufs;
