@@ -38,6 +38,7 @@
 #define MRC_MAX_MR_SIZE		BIT_ULL(40)
 #define MRC_QPN_MIN		16	/* below: QP 0, 1 and reserved */
 #define MRC_QPN_MAX		0xffffff
+#define MRC_MR_IDX_MAX		0xffffff	/* memory key >> 8 */
 #define MRC_VENDOR_ID		0xffffff
 #define MRC_VENDOR_PART		0x4d52
 #define MRC_GID_TBL_LEN		64
@@ -156,9 +157,7 @@ struct mrc_dev {
 	u64 guid;
 	struct xarray qpn_xa;		/* QPN -> struct mrc_qp */
 	struct xarray mr_xa;		/* key index -> struct mrc_mr */
-	u32 next_mr;
-	u8 next_key;
-	spinlock_t key_lock;		/* next_key and the other counters */
+	spinlock_t key_lock;		/* the counters below */
 	struct xarray srq_xa;
 	u32 next_srq;
 	u32 next_pdn;
