@@ -602,6 +602,7 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		  struct ib_udata *udata);
 int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		  struct ib_udata *udata);
+bool mrc_live_seq_visible(struct ib_qp *ibqp);
 int mrc_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		 struct ib_qp_init_attr *init);
 int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);

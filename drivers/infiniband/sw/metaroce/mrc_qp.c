@@ -3,7 +3,9 @@
  * metaroce: queue pairs and shared receive queues: creation, the IB state
  * machine, posting work requests, flushing.
  */
+#include <linux/capability.h>
 #include <linux/random.h>
+#include <linux/sched/signal.h>
 #include <linux/vmalloc.h>
 #include <net/ipv6.h>
 #include <rdma/ib_addr.h>
@@ -482,10 +484,33 @@ out:
 	return err;
 }
 
+/**
+ * mrc_live_seq_visible() - may the caller see the QP's live PSNs and MSNs?
+ * @ibqp: QP.
+ *
+ * They are what a forged RC packet needs, and RDMA netlink shows every QP
+ * (through query_qp and the restrack callback) to any user, so they are
+ * kept to the QP's own process and to CAP_NET_ADMIN, as nldev does for
+ * memory keys.
+ *
+ * Return: true if the current task may see them.
+ */
+bool mrc_live_seq_visible(struct ib_qp *ibqp)
+{
+	struct task_struct *owner = ibqp->res.task;	/* NULL: kernel QP */
+
+	if (owner && same_thread_group(owner, current))
+		return true;
+	return ns_capable_noaudit(&init_user_ns, CAP_NET_ADMIN);
+}
+
 int mrc_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		 struct ib_qp_init_attr *init)
 {
 	struct mrc_qp *qp = to_mqp(ibqp);
+	/* nldev asks with mask 0; a uverbs caller holds the QP's handle */
+	bool psn = (mask & (IB_QP_SQ_PSN | IB_QP_RQ_PSN)) ||
+		   mrc_live_seq_visible(ibqp);
 
 	memset(attr, 0, sizeof(*attr));
 	spin_lock_bh(&qp->lock);
@@ -494,10 +519,14 @@ int mrc_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->path_mtu = (enum ib_mtu)(qp->pmtu_shift - 7);
 	attr->path_mig_state = IB_MIG_MIGRATED;
 	attr->qkey = qp->qkey;
-	attr->rq_psn = (qp->state >= IB_QPS_RTR && qp->state != IB_QPS_ERR) ?
-		       qp->rx.nxt & 0xffffff : qp->rq_psn_attr;
-	attr->sq_psn = (qp->state >= IB_QPS_RTS && qp->state != IB_QPS_ERR) ?
-		       qp->tx.nxt & 0xffffff : qp->sq_psn_attr;
+	if (psn) {
+		attr->rq_psn = (qp->state >= IB_QPS_RTR &&
+				qp->state != IB_QPS_ERR) ?
+			       qp->rx.nxt & 0xffffff : qp->rq_psn_attr;
+		attr->sq_psn = (qp->state >= IB_QPS_RTS &&
+				qp->state != IB_QPS_ERR) ?
+			       qp->tx.nxt & 0xffffff : qp->sq_psn_attr;
+	}
 	attr->dest_qp_num = qp->dest_qpn;
 	attr->qp_access_flags = qp->access;
 	attr->cap.max_send_wr = qp->sq.depth;
