@@ -32,7 +32,7 @@ static struct mrc_mr *mrc_mr_new(struct ib_pd *ibpd, int access)
 		atomic_dec(&mdev->n_mr);
 		return ERR_PTR(-ENOMEM);
 	}
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
 	if (!mr) {
 		atomic_dec(&mdev->n_mr);
 		return ERR_PTR(-ENOMEM);
@@ -122,7 +122,8 @@ struct ib_mr *mrc_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	}
 	mr->page_off = start & ~PAGE_MASK;
 	mr->npages = ib_umem_num_pages(mr->umem);
-	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages),
+			     GFP_KERNEL_ACCOUNT);
 	if (!mr->pages) {
 		err = -ENOMEM;
 		goto err;

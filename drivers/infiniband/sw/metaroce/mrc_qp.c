@@ -184,33 +184,38 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			goto err_bufs;
 	}
 	err = -ENOMEM;
-	qp->swqe = kvcalloc(qp->sq.depth, sizeof(*qp->swqe), GFP_KERNEL);
+	/* all charged to the caller's memcg: a user sizes them */
+	qp->swqe = kvcalloc(qp->sq.depth, sizeof(*qp->swqe),
+			    GFP_KERNEL_ACCOUNT);
 	qp->sq_shadow = kvmalloc_array(qp->sq.depth, qp->sq.stride,
-				       GFP_KERNEL);
+				       GFP_KERNEL_ACCOUNT);
 	qp->tx_slots = kvcalloc(MRC_TX_SLOTS, sizeof(*qp->tx_slots),
-				GFP_KERNEL);
-	qp->rx_map = kcalloc(MRC_RX_BITS / 64, sizeof(u64), GFP_KERNEL);
+				GFP_KERNEL_ACCOUNT);
+	qp->rx_map = kcalloc(MRC_RX_BITS / 64, sizeof(u64),
+			     GFP_KERNEL_ACCOUNT);
 	if (init->qp_type == IB_QPT_RC)
 		qp->wlog_ents = kvcalloc(MRC_RX_BITS, sizeof(*qp->wlog_ents),
-					 GFP_KERNEL);
-	qp->rmsg = kvcalloc(qp->rmsg_n, sizeof(*qp->rmsg), GFP_KERNEL);
+					 GFP_KERNEL_ACCOUNT);
+	qp->rmsg = kvcalloc(qp->rmsg_n, sizeof(*qp->rmsg), GFP_KERNEL_ACCOUNT);
 	qp->ordered = mdev->ordered;
 	nent = qp->ordered ? 1 : mdev->entropies;
-	qp->path_ents = kcalloc(nent, sizeof(*qp->path_ents), GFP_KERNEL);
+	qp->path_ents = kcalloc(nent, sizeof(*qp->path_ents),
+				GFP_KERNEL_ACCOUNT);
 	if (!qp->swqe || !qp->sq_shadow || !qp->tx_slots || !qp->rx_map ||
 	    !qp->rmsg || !qp->path_ents ||
 	    (init->qp_type == IB_QPT_RC && !qp->wlog_ents))
 		goto err_bufs;
 	/* an RC QP sends to one peer: one route lookup, not one per packet */
 	if (init->qp_type == IB_QPT_RC &&
-	    dst_cache_init(&qp->dst_cache, GFP_KERNEL))
+	    dst_cache_init(&qp->dst_cache, GFP_KERNEL_ACCOUNT))
 		goto err_bufs;
 	mrc_path_init(&qp->path, qp->path_ents, nent, get_random_u32(),
 		      mrc_path_aware);
 
 	if (init->qp_type == IB_QPT_GSI) {
 		qpn = 1;
-		err = xa_insert_irq(&mdev->qpn_xa, qpn, qp, GFP_KERNEL);
+		err = xa_insert_irq(&mdev->qpn_xa, qpn, qp,
+				    GFP_KERNEL_ACCOUNT);
 	} else {
 		err = mrc_qpn_alloc(mdev, qp, &qpn);
 	}
@@ -837,7 +842,7 @@ int mrc_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (err)
 		goto err_count;
 	err = xa_alloc_cyclic(&mdev->srq_xa, &idx, srq, XA_LIMIT(1, 0xffffff),
-			      &mdev->next_srq, GFP_KERNEL);
+			      &mdev->next_srq, GFP_KERNEL_ACCOUNT);
 	if (err < 0)
 		goto err_ring;
 	srq->srq_num = idx;
