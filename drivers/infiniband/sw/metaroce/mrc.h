@@ -531,6 +531,12 @@ static inline struct mrc_qp *to_mqp(struct ib_qp *qp)
 	return container_of(qp, struct mrc_qp, ibqp);
 }
 
+/* receive WQEs' lkeys belong to the SRQ's PD with an SRQ, else the QP's */
+static inline struct mrc_pd *mrc_recv_pd(const struct mrc_qp *qp)
+{
+	return qp->srq ? qp->srq->pd : qp->pd;
+}
+
 static inline struct mrc_dev *qp_dev(struct mrc_qp *qp)
 {
 	return qp->mdev;

@@ -284,9 +284,37 @@ static int mrc_qp_set_av(struct mrc_qp *qp, struct rdma_ah_attr *ah)
 	return 0;
 }
 
+/*
+ * SRQ WQEs this QP took for messages that never completed (say RTS ->
+ * RESET): the SRQ cannot take them back, so flush them instead of losing
+ * the buffers.  From ERR, mrc_flush_rq() already did.
+ */
+static void mrc_qp_flush_srq_held(struct mrc_qp *qp)
+{
+	struct metaroce_cqe c = {
+		.qp_num = qp->ibqp.qp_num,
+		.status = IB_WC_WR_FLUSH_ERR,
+		.opcode = METAROCE_WC_RECV,
+	};
+	u32 i;
+
+	if (!qp->srq)
+		return;
+	for (i = 0; i < qp->rmsg_n; i++) {
+		const struct mrc_rmsg *m = &qp->rmsg[(qp->rmsn_base + i) &
+						     (qp->rmsg_n - 1)];
+
+		if (!m->have_wqe)
+			continue;
+		c.wr_id = m->wqe.wr_id;
+		mrc_cq_post(qp->rcq, &c, false);
+	}
+}
+
 /* state reset: queues emptied, engines idle */
 static void mrc_qp_reset(struct mrc_qp *qp)
 {
+	mrc_qp_flush_srq_held(qp);
 	qp->sq_cons = 0;
 	qp->sq_next = 0;
 	qp->rq_cons = 0;
