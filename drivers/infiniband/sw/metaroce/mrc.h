@@ -36,6 +36,9 @@
 #define MRC_MAX_SRQ_WR		16384
 #define MRC_MAX_RD_ATOM		16
 #define MRC_MAX_MR_SIZE		BIT_ULL(40)
+#define MRC_QPN_MIN		16	/* below: QP 0, 1 and reserved */
+#define MRC_QPN_MAX		0xffffff
+#define MRC_MR_IDX_MAX		0xffffff	/* memory key >> 8 */
 #define MRC_VENDOR_ID		0xffffff
 #define MRC_VENDOR_PART		0x4d52
 #define MRC_GID_TBL_LEN		64
@@ -153,11 +156,8 @@ struct mrc_dev {
 	struct mrc_net_socks *socks;	/* UDP sockets of ndev's netns */
 	u64 guid;
 	struct xarray qpn_xa;		/* QPN -> struct mrc_qp */
-	u32 next_qpn;
 	struct xarray mr_xa;		/* key index -> struct mrc_mr */
-	u32 next_mr;
-	u8 next_key;
-	spinlock_t key_lock;		/* next_key and the other counters */
+	spinlock_t key_lock;		/* the counters below */
 	struct xarray srq_xa;
 	u32 next_srq;
 	u32 next_pdn;
@@ -533,6 +533,12 @@ static inline struct mrc_qp *to_mqp(struct ib_qp *qp)
 	return container_of(qp, struct mrc_qp, ibqp);
 }
 
+/* receive WQEs' lkeys belong to the SRQ's PD with an SRQ, else the QP's */
+static inline struct mrc_pd *mrc_recv_pd(const struct mrc_qp *qp)
+{
+	return qp->srq ? qp->srq->pd : qp->pd;
+}
+
 static inline struct mrc_dev *qp_dev(struct mrc_qp *qp)
 {
 	return qp->mdev;
@@ -605,6 +611,7 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		  struct ib_udata *udata);
 int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		  struct ib_udata *udata);
+bool mrc_live_seq_visible(struct ib_qp *ibqp);
 int mrc_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		 struct ib_qp_init_attr *init);
 int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);

@@ -3,7 +3,9 @@
  * metaroce: queue pairs and shared receive queues: creation, the IB state
  * machine, posting work requests, flushing.
  */
+#include <linux/capability.h>
 #include <linux/random.h>
+#include <linux/sched/signal.h>
 #include <linux/vmalloc.h>
 #include <net/ipv6.h>
 #include <rdma/ib_addr.h>
@@ -127,6 +129,23 @@ static void mrc_rq_flush_work(struct work_struct *work)
 	mrc_flush_rq(container_of(work, struct mrc_qp, rq_flush_work));
 }
 
+/*
+ * An RC packet is let in on its source address and QPNs alone (see
+ * metaroce-protocol.rst, source checks): take the first free number at or
+ * after a random one, so that a QPN says nothing about the next.  Still
+ * one xarray walk, and it finds a free number whenever there is one.
+ */
+static int mrc_qpn_alloc(struct mrc_dev *mdev, struct mrc_qp *qp, u32 *qpn)
+{
+	u32 next = get_random_u32() & MRC_QPN_MAX;
+	int err;
+
+	err = xa_alloc_cyclic_irq(&mdev->qpn_xa, qpn, qp,
+				  XA_LIMIT(MRC_QPN_MIN, MRC_QPN_MAX), &next,
+				  GFP_KERNEL_ACCOUNT);
+	return err < 0 ? err : 0;
+}
+
 int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		  struct ib_udata *udata)
 {
@@ -194,39 +213,40 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			goto err_bufs;
 	}
 	err = -ENOMEM;
-	qp->swqe = kvcalloc(qp->sq.depth, sizeof(*qp->swqe), GFP_KERNEL);
+	/* all charged to the caller's memcg: a user sizes them */
+	qp->swqe = kvcalloc(qp->sq.depth, sizeof(*qp->swqe),
+			    GFP_KERNEL_ACCOUNT);
 	qp->sq_shadow = kvmalloc_array(qp->sq.depth, qp->sq.stride,
-				       GFP_KERNEL);
+				       GFP_KERNEL_ACCOUNT);
 	qp->tx_slots = kvcalloc(MRC_TX_SLOTS, sizeof(*qp->tx_slots),
-				GFP_KERNEL);
-	qp->rx_map = kcalloc(MRC_RX_BITS / 64, sizeof(u64), GFP_KERNEL);
+				GFP_KERNEL_ACCOUNT);
+	qp->rx_map = kcalloc(MRC_RX_BITS / 64, sizeof(u64),
+			     GFP_KERNEL_ACCOUNT);
 	if (init->qp_type == IB_QPT_RC)
 		qp->wlog_ents = kvcalloc(MRC_RX_BITS, sizeof(*qp->wlog_ents),
-					 GFP_KERNEL);
-	qp->rmsg = kvcalloc(qp->rmsg_n, sizeof(*qp->rmsg), GFP_KERNEL);
+					 GFP_KERNEL_ACCOUNT);
+	qp->rmsg = kvcalloc(qp->rmsg_n, sizeof(*qp->rmsg), GFP_KERNEL_ACCOUNT);
 	qp->ordered = mdev->ordered;
 	nent = qp->ordered ? 1 : mdev->entropies;
-	qp->path_ents = kcalloc(nent, sizeof(*qp->path_ents), GFP_KERNEL);
+	qp->path_ents = kcalloc(nent, sizeof(*qp->path_ents),
+				GFP_KERNEL_ACCOUNT);
 	if (!qp->swqe || !qp->sq_shadow || !qp->tx_slots || !qp->rx_map ||
 	    !qp->rmsg || !qp->path_ents ||
 	    (init->qp_type == IB_QPT_RC && !qp->wlog_ents))
 		goto err_bufs;
 	/* an RC QP sends to one peer: one route lookup, not one per packet */
 	if (init->qp_type == IB_QPT_RC &&
-	    dst_cache_init(&qp->dst_cache, GFP_KERNEL))
+	    dst_cache_init(&qp->dst_cache, GFP_KERNEL_ACCOUNT))
 		goto err_bufs;
 	mrc_path_init(&qp->path, qp->path_ents, nent, get_random_u32(),
 		      mrc_path_aware);
 
 	if (init->qp_type == IB_QPT_GSI) {
 		qpn = 1;
-		err = xa_insert_irq(&mdev->qpn_xa, qpn, qp, GFP_KERNEL);
+		err = xa_insert_irq(&mdev->qpn_xa, qpn, qp,
+				    GFP_KERNEL_ACCOUNT);
 	} else {
-		err = xa_alloc_cyclic_irq(&mdev->qpn_xa, &qpn, qp,
-					  XA_LIMIT(16, 0xffffff),
-					  &mdev->next_qpn, GFP_KERNEL);
-		if (err > 0)
-			err = 0;
+		err = mrc_qpn_alloc(mdev, qp, &qpn);
 	}
 	if (err)
 		goto err_bufs;
@@ -293,9 +313,37 @@ static int mrc_qp_set_av(struct mrc_qp *qp, struct rdma_ah_attr *ah)
 	return 0;
 }
 
+/*
+ * SRQ WQEs this QP took for messages that never completed (say RTS ->
+ * RESET): the SRQ cannot take them back, so flush them instead of losing
+ * the buffers.  From ERR, mrc_flush_rq() already did.
+ */
+static void mrc_qp_flush_srq_held(struct mrc_qp *qp)
+{
+	struct metaroce_cqe c = {
+		.qp_num = qp->ibqp.qp_num,
+		.status = IB_WC_WR_FLUSH_ERR,
+		.opcode = METAROCE_WC_RECV,
+	};
+	u32 i;
+
+	if (!qp->srq)
+		return;
+	for (i = 0; i < qp->rmsg_n; i++) {
+		const struct mrc_rmsg *m = &qp->rmsg[(qp->rmsn_base + i) &
+						     (qp->rmsg_n - 1)];
+
+		if (!m->have_wqe)
+			continue;
+		c.wr_id = m->wqe.wr_id;
+		mrc_cq_post(qp->rcq, &c, false);
+	}
+}
+
 /* state reset: queues emptied, engines idle */
 static void mrc_qp_reset(struct mrc_qp *qp)
 {
+	mrc_qp_flush_srq_held(qp);
 	qp->sq_cons = 0;
 	qp->sq_next = 0;
 	qp->rq_cons = 0;
@@ -513,10 +561,33 @@ out:
 	return err;
 }
 
+/**
+ * mrc_live_seq_visible() - may the caller see the QP's live PSNs and MSNs?
+ * @ibqp: QP.
+ *
+ * They are what a forged RC packet needs, and RDMA netlink shows every QP
+ * (through query_qp and the restrack callback) to any user, so they are
+ * kept to the QP's own process and to CAP_NET_ADMIN, as nldev does for
+ * memory keys.
+ *
+ * Return: true if the current task may see them.
+ */
+bool mrc_live_seq_visible(struct ib_qp *ibqp)
+{
+	struct task_struct *owner = ibqp->res.task;	/* NULL: kernel QP */
+
+	if (owner && same_thread_group(owner, current))
+		return true;
+	return ns_capable_noaudit(&init_user_ns, CAP_NET_ADMIN);
+}
+
 int mrc_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		 struct ib_qp_init_attr *init)
 {
 	struct mrc_qp *qp = to_mqp(ibqp);
+	/* nldev asks with mask 0; a uverbs caller holds the QP's handle */
+	bool psn = (mask & (IB_QP_SQ_PSN | IB_QP_RQ_PSN)) ||
+		   mrc_live_seq_visible(ibqp);
 
 	memset(attr, 0, sizeof(*attr));
 	spin_lock_bh(&qp->lock);
@@ -525,10 +596,14 @@ int mrc_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->path_mtu = (enum ib_mtu)(qp->pmtu_shift - 7);
 	attr->path_mig_state = IB_MIG_MIGRATED;
 	attr->qkey = qp->qkey;
-	attr->rq_psn = (qp->state >= IB_QPS_RTR && qp->state != IB_QPS_ERR) ?
-		       qp->rx.nxt & 0xffffff : qp->rq_psn_attr;
-	attr->sq_psn = (qp->state >= IB_QPS_RTS && qp->state != IB_QPS_ERR) ?
-		       qp->tx.nxt & 0xffffff : qp->sq_psn_attr;
+	if (psn) {
+		attr->rq_psn = (qp->state >= IB_QPS_RTR &&
+				qp->state != IB_QPS_ERR) ?
+			       qp->rx.nxt & 0xffffff : qp->rq_psn_attr;
+		attr->sq_psn = (qp->state >= IB_QPS_RTS &&
+				qp->state != IB_QPS_ERR) ?
+			       qp->tx.nxt & 0xffffff : qp->sq_psn_attr;
+	}
 	attr->dest_qp_num = qp->dest_qpn;
 	attr->qp_access_flags = qp->access;
 	attr->cap.max_send_wr = qp->sq.depth;
@@ -849,7 +924,7 @@ int mrc_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (err)
 		goto err_count;
 	err = xa_alloc_cyclic(&mdev->srq_xa, &idx, srq, XA_LIMIT(1, 0xffffff),
-			      &mdev->next_srq, GFP_KERNEL);
+			      &mdev->next_srq, GFP_KERNEL_ACCOUNT);
 	if (err < 0)
 		goto err_ring;
 	srq->srq_num = idx;

@@ -445,7 +445,7 @@ static int mrc_place_data(struct mrc_qp *qp, const struct mrc_pkt *p,
 					      p->req.rmsn, IB_WC_LOC_LEN_ERR);
 			return -1;
 		}
-		err = mrc_sge_copy_skb(qp->mdev, qp->pd, m->wqe.sge,
+		err = mrc_sge_copy_skb(qp->mdev, mrc_recv_pd(qp), m->wqe.sge,
 				       m->wqe.num_sge, p->req.offset, skb,
 				       p->hdr_len, p->pay_len);
 		if (err) {

@@ -50,6 +50,7 @@ int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 {
 	struct mrc_qp *qp = to_mqp(ibqp);
 	struct mrc_res_list l = { .n = 0 };
+	bool live = mrc_live_seq_visible(ibqp);
 
 	spin_lock_bh(&qp->lock);
 	/*
@@ -73,8 +74,10 @@ int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	/* the RC transport state; UD and GSI QPs only have their rings */
 	if (ibqp->qp_type == IB_QPT_RC) {
 		/* requester: PSN window, its limits and timers */
-		mrc_res_add(&l, "snd_una", qp->tx.una);
-		mrc_res_add(&l, "snd_nxt", qp->tx.nxt);
+		if (live) {
+			mrc_res_add(&l, "snd_una", qp->tx.una);
+			mrc_res_add(&l, "snd_nxt", qp->tx.nxt);
+		}
 		mrc_res_add(&l, "inflight", mrc_tx_inflight(&qp->tx));
 		mrc_res_add(&l, "sacked", qp->tx.sacked);
 		mrc_res_add(&l, "lost", qp->tx.lost);
@@ -98,8 +101,10 @@ int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 		mrc_res_add(&l, "rnr_wait", qp->rnr_wait);
 		mrc_res_add(&l, "rd_outstanding", qp->rd_outstanding);
 		/* responder: cumulative PSN, receive messages, ACK state */
-		mrc_res_add(&l, "rcv_nxt", qp->rx.nxt);
-		mrc_res_add(&l, "rmsn_base", qp->rmsn_base);
+		if (live) {
+			mrc_res_add(&l, "rcv_nxt", qp->rx.nxt);
+			mrc_res_add(&l, "rmsn_base", qp->rmsn_base);
+		}
 		mrc_res_add(&l, "ack_pending", qp->ackc.pending);
 		mrc_res_add(&l, "ack_timer_armed", qp->ack_timer_armed);
 		mrc_res_add(&l, "rd_res", qp->rd_res);
