@@ -6,7 +6,9 @@
  * (checked here independently of the parser), mrc_wire_build() of the
  * parsed header must give back the header bytes, and header plus payload
  * must be the whole datagram.  No shorter prefix of an accepted header
- * may parse.  The parser always reads from an exact-size copy, so that
+ * may parse.  Each input is checked as it is, and (without its first
+ * byte) once more with its length fields fixed up to agree with the rest.
+ * The parser always reads from an exact-size copy, so that
  * AddressSanitizer sees any read past the datagram.
  */
 #include <stdlib.h>
@@ -139,22 +141,19 @@ static int parse_exact(const u8 *data, u32 len, struct mrc_pkt *p)
 	return err;
 }
 
-int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
+/* every check of one datagram */
+static void check_one(const u8 *data, u32 len)
 {
 	u8 hdr[MRC_HDR_MAX_LEN + 8];
 	struct mrc_pkt p, q;
-	u32 len, i, n;
+	u32 i, n;
 	int err;
 
-	/* a UDP payload is under 64 KiB; libFuzzer's inputs are smaller */
-	if (size > 0xffff)
-		return 0;
-	len = (u32)size;
-	err = mrc_wire_parse(data, len, &p);
+	err = parse_exact(data, len, &p);
 	if (err) {
 		/* one of the wire-level drop reasons */
 		FZ_CHECK(err <= -MRC_DROP_TRUNCATED && err >= -MRC_DROP_BAD_SACK);
-		return 0;
+		return;
 	}
 	check_rules(&p, len);
 	FZ_CHECK(p.hdr_len == mrc_wire_hdr_len(p.opcode, p.flags,
@@ -173,5 +172,44 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 	/* every truncation inside the header is dropped */
 	for (i = 0; i < p.hdr_len; i++)
 		FZ_CHECK(parse_exact(data, i, &q) != 0);
+}
+
+/*
+ * The same datagram with its length fields made to agree with the rest
+ * (as @mode asks): the header words with the opcode, flags and SACK word
+ * count, the payload length with the datagram.  A mutation of one field
+ * then gets past the length checks to the checks behind them.
+ */
+static void check_fixed(u8 mode, const u8 *data, u32 len)
+{
+	u8 *b = malloc(len ? len : 1);
+	u32 hdr;
+
+	FZ_CHECK(b);
+	memcpy(b, data, len);
+	if (len > MRC_BTH_OFF_HDRW && (mode & 1)) {
+		hdr = mrc_wire_hdr_len(b[MRC_BTH_OFF_OPCODE],
+				       b[MRC_BTH_OFF_FLAGS],
+				       len > MRC_BTH_LEN + MRC_ACK_OFF_SACKW ?
+				       b[MRC_BTH_LEN + MRC_ACK_OFF_SACKW] : 0);
+		b[MRC_BTH_OFF_HDRW] = hdr / 4;
+	}
+	if (len > MRC_BTH_OFF_PAYLEN + 1 && (mode & 2)) {
+		hdr = b[MRC_BTH_OFF_HDRW] * 4u;
+		b[MRC_BTH_OFF_PAYLEN] = (len - hdr) >> 8;
+		b[MRC_BTH_OFF_PAYLEN + 1] = len - hdr;
+	}
+	check_one(b, len);
+	free(b);
+}
+
+int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
+{
+	/* a UDP payload is under 64 KiB; libFuzzer's inputs are smaller */
+	if (size > 0xffff)
+		return 0;
+	check_one(data, (u32)size);
+	if (size)
+		check_fixed(data[0], data + 1, (u32)size - 1);
 	return 0;
 }
