@@ -253,18 +253,33 @@ static u32 count_lost(const struct mrc_tx *tx)
 	return n;
 }
 
-static void op_timer(struct fz *f, struct mrc_tx *tx)
+/* a timer expiry at m.now, checked */
+static enum mrc_tx_timer_action timer(struct mrc_tx *tx, u32 retry,
+				      u32 fail_after)
 {
-	u32 retry = fz_u8(f) % 8, fail_after = fz_u8(f) * 1000u;
 	bool idle = tx->una == tx->nxt;
+	u32 base, rtos = tx->rtos, timeouts = tx->timeouts;
 	enum mrc_tx_timer_action act;
 	u32 deadline, psn;
 
 	FZ_CHECK(mrc_tx_deadline(tx, &deadline) == !idle);
+	if (!idle) {
+		/* never later than the RTO after the oldest transmission */
+		base = mrc_tx_slot(tx, tx->una)->xmit_ts;
+		if (mrc_time_before(base, tx->progress_ts))
+			base = tx->progress_ts;
+		FZ_CHECK((s32)(deadline - base) <= (s32)tx->rtt.rto_max);
+	}
 	act = mrc_tx_on_timer(tx, m.now, retry, fail_after);
 	FZ_CHECK(act <= MRC_TXT_FAIL);
 	if (idle)
 		FZ_CHECK(act == MRC_TXT_NONE);
+	/* both limits passed: retries and the QP's own timeout */
+	if (act == MRC_TXT_FAIL)
+		FZ_CHECK(fail_after && tx->timeouts > retry &&
+			 m.now - tx->progress_ts >= fail_after);
+	if (act == MRC_TXT_RTO)
+		FZ_CHECK(tx->rtos == rtos + 1 && tx->timeouts == timeouts + 1);
 	if (act == MRC_TXT_PROBE) {
 		psn = tx->probe_psn;
 		FZ_CHECK(in_flight(tx, psn) && !m.done[off(psn)]);
@@ -272,6 +287,14 @@ static void op_timer(struct fz *f, struct mrc_tx *tx)
 	}
 	if (act == MRC_TXT_RETX)
 		FZ_CHECK(tx->lost > 0);
+	return act;
+}
+
+static void op_timer(struct fz *f, struct mrc_tx *tx)
+{
+	u32 retry = fz_u8(f) % 8;
+
+	timer(tx, retry, fz_u8(f) * 1000u);
 }
 
 static void op_lost(struct fz *f, struct mrc_tx *tx)
@@ -307,16 +330,48 @@ static void op_lost(struct fz *f, struct mrc_tx *tx)
 	}
 }
 
-static void op_clock(struct fz *f)
+/* the requester resends what a timer marked lost */
+static void resend_lost(struct mrc_tx *tx, u16 entropy)
+{
+	u32 psn = tx->una;
+
+	while (mrc_tx_next_lost(tx, &psn)) {
+		FZ_CHECK(mrc_tx_sent(tx, psn, 1, m.now, entropy, 0) == 0);
+		FZ_CHECK(!(mrc_tx_slot(tx, psn)->flags & MRC_TXS_LOST));
+		psn++;
+	}
+}
+
+/*
+ * Time passes.  The caller's timer fires when due, as the driver's
+ * hrtimer does (late by a stall at most), and what it marks lost is
+ * resent: the engine's serial clock comparisons assume that nothing
+ * waits 2^31 us.
+ */
+static void op_clock(struct fz *f, struct mrc_tx *tx)
 {
 	u8 k = fz_u8(f);
+	u32 dt, target, d;
+	int i;
 
 	if (k < 0xc0)
-		m.now += k * 7;
+		dt = k * 7;
 	else if (k < 0xfe)
-		m.now += fz_u16(f) * 16;
+		dt = fz_u16(f) * 16;
 	else
-		m.now += fz_u32(f) >> 1;	/* a long stall */
+		dt = fz_u32(f) >> 6;	/* a stall, up to 67 s */
+	target = m.now + dt;
+	for (i = 0; mrc_tx_deadline(tx, &d) && !mrc_time_before(target, d);
+	     i++) {
+		if (i == 16)
+			return;		/* time stops at the last expiry */
+		if (mrc_time_before(m.now, d))
+			m.now = d;
+		if (timer(tx, 7, 0) == MRC_TXT_NONE)
+			break;
+		resend_lost(tx, (u16)(0xc000 + i % ENTROPIES));
+	}
+	m.now = target;
 }
 
 /* tunables in the ranges the driver sets (mrc_qp.c) */
@@ -371,7 +426,7 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 			op_lost(&f, &tx);
 			break;
 		default:
-			op_clock(&f);
+			op_clock(&f, &tx);
 			break;
 		}
 		check_state(&tx);
