@@ -119,10 +119,12 @@ static void op_send(struct fz *f, struct mrc_tx *tx)
 {
 	u8 k = fz_u8(f);
 	u32 n = k & 0x80 ? 1 + (k & 0x7f) : 1 + k % 4;
-	u8 flags = fz_u8(f) % 5 ? 0 : MRC_TXS_NEED_RESP;
+	u8 kf = fz_u8(f);
+	/* new data takes no flag but NEED_RESP */
+	u8 flags = kf == 0xff ? fz_u8(f) : kf % 5 ? 0 : MRC_TXS_NEED_RESP;
 	u32 out = mrc_tx_outstanding(tx);
 	bool ok = n <= tx->nslots && out + n <= tx->nslots &&
-		  m.nxt + n < MODEL_PSNS;
+		  !(flags & ~MRC_TXS_NEED_RESP);
 	u32 i;
 
 	if (m.nxt + n >= MODEL_PSNS)
@@ -177,10 +179,13 @@ static void op_ack(struct fz *f, struct mrc_tx *tx)
 	}
 	k = fz_u8(f);
 	a.ts_valid = k & 1;
-	a.ts_echo = m.now - fz_u16(f) * (k & 2 ? 16 : 1);
+	/* RTT samples up to a second, or anything (a peer's garbage) */
+	a.ts_echo = k & 0x20 ? fz_u32(f) : m.now - fz_u16(f) * (k & 2 ? 16 : 1);
 	a.delay = k & 4 ? fz_u16(f) : 0;
 	a.dup = k & 8;
 	a.dup_psn = k & 16 ? pick_psn(f, tx) : 0;
+	if (k & 0x40)
+		a.delay = fz_u32(f);
 
 	/* the model: every PSN before cum, and the SACK bits, in flight */
 	for (psn = tx->una; psn != tx->nxt; psn++) {
@@ -420,7 +425,12 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 			op_resp(&f, &tx);
 			break;
 		case 5:
-			op_timer(&f, &tx);
+			if (fz_u8(&f) < 0xf0) {
+				op_timer(&f, &tx);
+				break;
+			}
+			/* the QP's local ACK timeout caps the RTO */
+			mrc_rtt_set_max(&tx.rtt, fz_u32(&f) % 4000000);
 			break;
 		case 6:
 			op_lost(&f, &tx);
