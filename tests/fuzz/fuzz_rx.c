@@ -130,9 +130,10 @@ static u32 pick_psn(struct fz *f, const struct mrc_rx *rx)
 }
 
 /*
- * Note what a newly received PSN wrote (the log's contract: only PSNs
+ * Note what a newly received PSN wrote.  The log's contract: only PSNs
  * received for the first time; an older PSN's entry is that of a PSN of
- * the window).
+ * the window.  (mrc_resp_wlog() records every PSN of a new range, also
+ * those that had arrived before: reported.)
  */
 static void record(struct mrc_wlog *w, u32 psn, u64 va, u32 rkey, u32 len)
 {
