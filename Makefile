@@ -6,6 +6,7 @@
 #   make check      install what is needed, build, run every test
 #   make demo       boot the test bed and show RDMA across a lossy link
 #   make bench      metaroce vs rxe benchmarks in the test bed (not in check)
+#   make fuzz       libFuzzer harnesses of the engine, 20 s each (in check)
 #   make install    install the module (and point ld.so at the provider)
 #
 # KDIR: kernel build tree.  Default: the running kernel's, if it exists,
@@ -24,7 +25,7 @@ export METAROCE_CACHE
 
 KBUILD_ARGS := -C $(KDIR) M=$(MOD_DIR) CONFIG_RDMA_METAROCE=m
 
-.PHONY: all module provider deps check kunit vmtest lint demo bench install clean
+.PHONY: all module provider deps check kunit fuzz vmtest lint demo bench install clean
 
 all: module provider
 
@@ -35,7 +36,7 @@ provider:
 	scripts/build-rdma-core
 
 deps:
-	scripts/deps base vm rdma-core kunit mpi
+	scripts/deps base vm rdma-core kunit fuzz mpi
 
 # make check: every stage runs, the summary counts them all
 check:
@@ -43,6 +44,10 @@ check:
 
 kunit:
 	scripts/kunit
+
+# METAROCE_FUZZ_SECONDS per target; scripts/fuzz --long for 10 minutes each
+fuzz:
+	scripts/fuzz
 
 vmtest: module provider
 	$(MAKE) -C tests/tools
