@@ -15,7 +15,8 @@
  * PSNs: --psn N, or --psn-rel R from a base: --base N, or --learn IFACE,
  * which sniffs IFACE for the ACKs of the connection and takes the
  * cumulative PSN of the newest one as the base, again before every
- * packet:
+ * packet (with --base too, that is the base until an ACK is seen; alone,
+ * no ACK within --learn-wait is an error, exit status 3):
  *   - for a request (any --op but ack), the ACKs the victim (--dst,
  *     QP --dqpn) sends to its peer (QP --sqpn): base = the victim's
  *     receive PSN (rcv_nxt), so --psn-rel -1 is just below it;
@@ -29,10 +30,12 @@
  * the receiver's drop_* counters can be checked against the tally.
  *
  * Last line:
- *   MRC_INJECT_RESULT sent=N errors=E bytes=B elapsed_us=T base=P
- *                     learned=L first_psn=F last_psn=G parse_ok=K
+ *   MRC_INJECT_RESULT sent=N errors=E bytes=B elapsed_us=T max_send_us=S
+ *                     base=P learned=L first_psn=F last_psn=G parse_ok=K
  *                     [reject_REASON=M ...]
- * (learned: ACKs the base was learned from).  Exit status 0 if every
+ * (max_send_us: the longest send call, which includes the receiver's
+ * softirq when the victim is on this host; learned: ACKs the base was
+ * learned from; reject_REASON: datagrams mrc_wire_parse rejects so).  Exit status 0 if every
  * datagram was sent.
  *
  * Safety: it sends to --dst only, never to a broadcast or multicast
@@ -43,7 +46,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -125,22 +127,22 @@ static struct {
 	const char *learn_if;
 	unsigned int learn_wait_ms;
 	bool have_psn, have_base, have_tsval, have_flags;
-	uint32_t psn, base;
-	int64_t psn_rel, psn_step;
-	uint64_t psn_span, count, interval_us;
-	int64_t tsval_ago;
-	uint32_t tsval;
+	u32 psn, base;
+	s64 psn_rel, psn_step;
+	u64 psn_span, count, interval_us;
+	s64 tsval_ago;
+	u32 tsval;
 	unsigned int flags, add_flags;
 	bool have_ts_echo, have_nak_rel;
-	int64_t ts_echo_ago, nak_rel;
-	uint32_t len;
+	s64 ts_echo_ago, nak_rel;
+	u32 len;
 	bool have_msg_len;
-	uint32_t msg_len;
-	uint8_t fill;
+	u32 msg_len;
+	u8 fill;
 	int truncate;
 	unsigned int ncorrupt;
-	struct { unsigned int off; uint8_t val; } corrupt[MAX_CORRUPT];
-	uint64_t seed;
+	struct { unsigned int off; u8 val; } corrupt[MAX_CORRUPT];
+	u64 seed;
 	int verbose;
 } O = {
 	.dport = MRC_DEFAULT_UDP_PORT, .ttl = 64, .count = 1, .psn_span = 0,
@@ -162,31 +164,31 @@ static void die(const char *fmt, ...)
 	exit(2);
 }
 
-static uint64_t now_us(void)
+static u64 now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return (u64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* the driver's clock: CLOCK_MONOTONIC microseconds, truncated to 32 bits */
-static uint32_t mrc_clock(void)
+static u32 mrc_clock(void)
 {
-	return (uint32_t)now_us();
+	return (u32)now_us();
 }
 
-static uint64_t rnd(void)
+static u64 rnd(void)
 {
 	/* splitmix64: reproducible with --seed */
-	uint64_t z = (O.seed += 0x9e3779b97f4a7c15ull);
+	u64 z = (O.seed += 0x9e3779b97f4a7c15ull);
 
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
 }
 
-static uint64_t num(const char *s, uint64_t max, const char *what)
+static u64 num(const char *s, u64 max, const char *what)
 {
 	char *end;
 	unsigned long long v;
@@ -198,7 +200,7 @@ static uint64_t num(const char *s, uint64_t max, const char *what)
 	return v;
 }
 
-static int64_t snum(const char *s, const char *what)
+static s64 snum(const char *s, const char *what)
 {
 	char *end;
 	long long v;
@@ -263,9 +265,7 @@ static unsigned int default_flags(unsigned int op)
 	}
 }
 
-static void usage(int rc)
-{
-	fprintf(rc ? stderr : stdout,
+static const char help_text[] =
 "usage: mrc_inject --dst IP --op OP --dqpn N --sqpn N [options]\n"
 "target:\n"
 "  --dst IP             victim IPv4 address (required)\n"
@@ -312,8 +312,12 @@ static void usage(int rc)
 "sending:\n"
 "  --count N (1)  --interval US (0)  --rate PPS\n"
 "  --allow-init-netns   run in the initial network namespace\n"
-"  -v, --verbose        print every packet\n",
-		MRC_DEFAULT_UDP_PORT, MRC_ACK_MAX_SACKW);
+"  -v, --verbose        print every packet\n";
+
+static void usage(int rc)
+{
+	fprintf(rc ? stderr : stdout, help_text, MRC_DEFAULT_UDP_PORT,
+		MRC_ACK_MAX_SACKW);
 	exit(rc);
 }
 
@@ -389,10 +393,10 @@ static void parse_corrupt(const char *s)
 /* header fields as given; build_template() puts them where the op wants */
 static struct {
 	unsigned int op, syndrome, ack_flags, rnr, sack_words;
-	uint32_t dqpn, sqpn, rkey, offset, rmsn, imm, qkey, credit, delay;
-	uint32_t nak_psn, ts_echo;
-	uint64_t va, swap, compare, orig, sack[MRC_ACK_MAX_SACKW];
-	uint16_t ce_count, max_dgram, entropy;
+	u32 dqpn, sqpn, rkey, offset, rmsn, imm, qkey, credit, delay;
+	u32 nak_psn, ts_echo;
+	u64 va, swap, compare, orig, sack[MRC_ACK_MAX_SACKW];
+	u16 ce_count, max_dgram, entropy;
 	int pmtu_shift;
 } H = { .pmtu_shift = -1 };
 
@@ -400,30 +404,72 @@ static struct {
 static bool parse_hdr_opt(int c, const char *a)
 {
 	switch (c) {
-	case O_OP: H.op = one_name(a, op_names, 255, "--op"); break;
-	case O_DQPN: H.dqpn = num(a, UINT32_MAX, "--dqpn"); break;
-	case O_SQPN: H.sqpn = num(a, UINT32_MAX, "--sqpn"); break;
-	case O_PMTU: H.pmtu_shift = num(a, 255, "--pmtu-shift"); break;
-	case O_VA: H.va = num(a, UINT64_MAX, "--va"); break;
-	case O_RKEY: H.rkey = num(a, UINT32_MAX, "--rkey"); break;
-	case O_OFFSET: H.offset = num(a, UINT32_MAX, "--offset"); break;
-	case O_RMSN: H.rmsn = num(a, UINT32_MAX, "--rmsn"); break;
-	case O_IMM: H.imm = num(a, UINT32_MAX, "--imm"); break;
-	case O_QKEY: H.qkey = num(a, UINT32_MAX, "--qkey"); break;
-	case O_SWAP: H.swap = num(a, UINT64_MAX, "--swap"); break;
-	case O_CMP: H.compare = num(a, UINT64_MAX, "--compare"); break;
-	case O_ORIG: H.orig = num(a, UINT64_MAX, "--orig"); break;
+	case O_OP:
+		H.op = one_name(a, op_names, 255, "--op");
+		break;
+	case O_DQPN:
+		H.dqpn = num(a, UINT32_MAX, "--dqpn");
+		break;
+	case O_SQPN:
+		H.sqpn = num(a, UINT32_MAX, "--sqpn");
+		break;
+	case O_PMTU:
+		H.pmtu_shift = num(a, 255, "--pmtu-shift");
+		break;
+	case O_VA:
+		H.va = num(a, UINT64_MAX, "--va");
+		break;
+	case O_RKEY:
+		H.rkey = num(a, UINT32_MAX, "--rkey");
+		break;
+	case O_OFFSET:
+		H.offset = num(a, UINT32_MAX, "--offset");
+		break;
+	case O_RMSN:
+		H.rmsn = num(a, UINT32_MAX, "--rmsn");
+		break;
+	case O_IMM:
+		H.imm = num(a, UINT32_MAX, "--imm");
+		break;
+	case O_QKEY:
+		H.qkey = num(a, UINT32_MAX, "--qkey");
+		break;
+	case O_SWAP:
+		H.swap = num(a, UINT64_MAX, "--swap");
+		break;
+	case O_CMP:
+		H.compare = num(a, UINT64_MAX, "--compare");
+		break;
+	case O_ORIG:
+		H.orig = num(a, UINT64_MAX, "--orig");
+		break;
 	case O_SYN:
 		H.syndrome = one_name(a, syn_names, 255, "--ack-syndrome");
 		break;
-	case O_CREDIT: H.credit = num(a, UINT32_MAX, "--ack-credit"); break;
-	case O_ACKCE: H.ce_count = num(a, 0xffff, "--ack-ce"); break;
-	case O_DGRAM: H.max_dgram = num(a, 0xffff, "--ack-dgram"); break;
-	case O_DELAY: H.delay = num(a, UINT32_MAX, "--ack-delay"); break;
-	case O_RNR: H.rnr = num(a, 255, "--ack-rnr"); break;
-	case O_ENTROPY: H.entropy = num(a, 0xffff, "--ack-entropy"); break;
-	case O_NAKPSN: H.nak_psn = num(a, UINT32_MAX, "--ack-nak-psn"); break;
-	case O_TSECHO: H.ts_echo = num(a, UINT32_MAX, "--ack-ts-echo"); break;
+	case O_CREDIT:
+		H.credit = num(a, UINT32_MAX, "--ack-credit");
+		break;
+	case O_ACKCE:
+		H.ce_count = num(a, 0xffff, "--ack-ce");
+		break;
+	case O_DGRAM:
+		H.max_dgram = num(a, 0xffff, "--ack-dgram");
+		break;
+	case O_DELAY:
+		H.delay = num(a, UINT32_MAX, "--ack-delay");
+		break;
+	case O_RNR:
+		H.rnr = num(a, 255, "--ack-rnr");
+		break;
+	case O_ENTROPY:
+		H.entropy = num(a, 0xffff, "--ack-entropy");
+		break;
+	case O_NAKPSN:
+		H.nak_psn = num(a, UINT32_MAX, "--ack-nak-psn");
+		break;
+	case O_TSECHO:
+		H.ts_echo = num(a, UINT32_MAX, "--ack-ts-echo");
+		break;
 	case O_ACKF:
 		H.ack_flags = names(a, ackf_names, 255, "--ack-flags");
 		break;
@@ -450,18 +496,34 @@ static void parse_args(int argc, char **argv)
 			parse_addr(optarg, &O.dst, "--dst");
 			O.have_dst = true;
 			break;
-		case O_DPORT: O.dport = num(optarg, 65535, "--dport"); break;
+		case O_DPORT:
+			O.dport = num(optarg, 65535, "--dport");
+			break;
 		case O_SRC:
 			parse_addr(optarg, &O.src, "--src");
 			O.have_src = true;
 			break;
-		case O_SPORT: O.sport = num(optarg, 65535, "--sport"); break;
-		case O_SPAN: O.sport_span = num(optarg, 65535, "--sport-span"); break;
-		case O_RAW: O.raw = true; break;
-		case O_TTL: O.ttl = num(optarg, 255, "--ttl"); break;
-		case O_DSCP: O.dscp = num(optarg, 63, "--dscp"); break;
-		case O_ECN: O.ecn = num(optarg, 3, "--ecn"); break;
-		case O_CE: O.ecn = 3; break;
+		case O_SPORT:
+			O.sport = num(optarg, 65535, "--sport");
+			break;
+		case O_SPAN:
+			O.sport_span = num(optarg, 65535, "--sport-span");
+			break;
+		case O_RAW:
+			O.raw = true;
+			break;
+		case O_TTL:
+			O.ttl = num(optarg, 255, "--ttl");
+			break;
+		case O_DSCP:
+			O.dscp = num(optarg, 63, "--dscp");
+			break;
+		case O_ECN:
+			O.ecn = num(optarg, 3, "--ecn");
+			break;
+		case O_CE:
+			O.ecn = 3;
+			break;
 		case O_CSUM:
 			if (!strcmp(optarg, "ok"))
 				O.csum = CSUM_OK;
@@ -480,16 +542,28 @@ static void parse_args(int argc, char **argv)
 			O.base = num(optarg, UINT32_MAX, "--base");
 			O.have_base = true;
 			break;
-		case O_LEARN: O.learn_if = optarg; break;
-		case O_LWAIT: O.learn_wait_ms = num(optarg, 600000, "--learn-wait"); break;
-		case O_REL: O.psn_rel = snum(optarg, "--psn-rel"); break;
-		case O_STEP: O.psn_step = snum(optarg, "--psn-step"); break;
-		case O_PSPAN: O.psn_span = num(optarg, UINT32_MAX, "--psn-span"); break;
+		case O_LEARN:
+			O.learn_if = optarg;
+			break;
+		case O_LWAIT:
+			O.learn_wait_ms = num(optarg, 600000, "--learn-wait");
+			break;
+		case O_REL:
+			O.psn_rel = snum(optarg, "--psn-rel");
+			break;
+		case O_STEP:
+			O.psn_step = snum(optarg, "--psn-step");
+			break;
+		case O_PSPAN:
+			O.psn_span = num(optarg, UINT32_MAX, "--psn-span");
+			break;
 		case O_TSVAL:
 			O.tsval = num(optarg, UINT32_MAX, "--tsval");
 			O.have_tsval = true;
 			break;
-		case O_TSAGO: O.tsval_ago = snum(optarg, "--tsval-ago"); break;
+		case O_TSAGO:
+			O.tsval_ago = snum(optarg, "--tsval-ago");
+			break;
 		case O_FLAGS:
 			O.flags = names(optarg, flag_names, 255, "--flags");
 			O.have_flags = true;
@@ -497,7 +571,9 @@ static void parse_args(int argc, char **argv)
 		case O_ADDF:
 			O.add_flags |= names(optarg, flag_names, 255, "--add-flags");
 			break;
-		case O_LEN: O.len = num(optarg, UINT32_MAX, "--len"); break;
+		case O_LEN:
+			O.len = num(optarg, UINT32_MAX, "--len");
+			break;
 		case O_MSGLEN:
 			O.msg_len = num(optarg, UINT32_MAX, "--msg-len");
 			O.have_msg_len = true;
@@ -510,20 +586,41 @@ static void parse_args(int argc, char **argv)
 			O.nak_rel = snum(optarg, "--ack-nak-rel");
 			O.have_nak_rel = true;
 			break;
-		case O_TRUNC: O.truncate = num(optarg, MAX_DGRAM, "--truncate"); break;
-		case O_CORRUPT: parse_corrupt(optarg); break;
-		case O_GARBAGE: O.garbage = true; break;
-		case O_FORCE: O.force = true; break;
-		case O_SEED: O.seed = num(optarg, UINT64_MAX, "--seed"); break;
-		case O_COUNT: O.count = num(optarg, UINT64_MAX, "--count"); break;
-		case O_IVAL: O.interval_us = num(optarg, UINT32_MAX, "--interval"); break;
+		case O_TRUNC:
+			O.truncate = num(optarg, MAX_DGRAM, "--truncate");
+			break;
+		case O_CORRUPT:
+			parse_corrupt(optarg);
+			break;
+		case O_GARBAGE:
+			O.garbage = true;
+			break;
+		case O_FORCE:
+			O.force = true;
+			break;
+		case O_SEED:
+			O.seed = num(optarg, UINT64_MAX, "--seed");
+			break;
+		case O_COUNT:
+			O.count = num(optarg, UINT64_MAX, "--count");
+			break;
+		case O_IVAL:
+			O.interval_us = num(optarg, UINT32_MAX, "--interval");
+			break;
 		case O_RATE:
 			O.interval_us = 1000000 / num(optarg, 1000000, "--rate");
 			break;
-		case O_INITNS: O.allow_init_ns = true; break;
-		case 'v': O.verbose++; break;
-		case 'h': usage(0); break;
-		default: usage(2);
+		case O_INITNS:
+			O.allow_init_ns = true;
+			break;
+		case 'v':
+			O.verbose++;
+			break;
+		case 'h':
+			usage(0);
+			break;
+		default:
+			usage(2);
 		}
 	}
 	if (optind < argc)
@@ -533,9 +630,9 @@ static void parse_args(int argc, char **argv)
 }
 
 /* the header of every packet; PSN and timestamps are set per packet */
-static uint32_t build_template(void)
+static u32 build_template(void)
 {
-	uint32_t pay = 0;
+	u32 pay = 0;
 
 	memset(&P, 0, sizeof(P));
 	P.opcode = H.op;
@@ -615,7 +712,7 @@ static uint32_t build_template(void)
 /* --- sockets ------------------------------------------------------------ */
 
 static int tx_fd = -1;
-static uint16_t own_sport;	/* our UDP socket's port (ignored by --learn) */
+static u16 own_sport;	/* our UDP socket's port (ignored by --learn) */
 
 static void check_netns(void)
 {
@@ -626,12 +723,12 @@ static void check_netns(void)
 	if (stat("/proc/self/ns/net", &self) || stat("/proc/1/ns/net", &init))
 		die("cannot tell the network namespace (--allow-init-netns)");
 	if (self.st_ino == init.st_ino && self.st_dev == init.st_dev)
-		die("refusing to run in the initial network namespace: the test bed's hosts are namespaces (--allow-init-netns)");
+		die("refusing the initial network namespace (--allow-init-netns)");
 }
 
 static void check_dst(void)
 {
-	uint32_t d = ntohl(O.dst.s_addr);
+	u32 d = ntohl(O.dst.s_addr);
 
 	if (!d || d == INADDR_BROADCAST || IN_MULTICAST(d))
 		die("--dst %s: not a unicast address", inet_ntoa(O.dst));
@@ -686,34 +783,34 @@ static void open_tx(void)
 	own_sport = ntohs(sa.sin_port);
 }
 
-static uint32_t csum_add(uint32_t sum, const void *buf, size_t len)
+static u32 csum_add(u32 sum, const void *buf, size_t len)
 {
-	const uint8_t *b = buf;
+	const u8 *b = buf;
 	size_t i;
 
 	for (i = 0; i + 1 < len; i += 2)
-		sum += (uint32_t)b[i] << 8 | b[i + 1];
+		sum += (u32)b[i] << 8 | b[i + 1];
 	if (len & 1)
-		sum += (uint32_t)b[len - 1] << 8;
+		sum += (u32)b[len - 1] << 8;
 	return sum;
 }
 
-static uint16_t csum_fold(uint32_t sum)
+static u16 csum_fold(u32 sum)
 {
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
+	return (u16)~sum;
 }
 
 /* IPv4 + UDP headers in front of the datagram; returns the frame length */
-static size_t raw_frame(uint8_t *frame, const uint8_t *dg, size_t len,
-			uint16_t sport)
+static size_t raw_frame(u8 *frame, const u8 *dg, size_t len,
+			u16 sport)
 {
 	struct iphdr *ip = (struct iphdr *)frame;
 	struct udphdr *uh = (struct udphdr *)(frame + sizeof(*ip));
-	uint16_t ulen = sizeof(*uh) + len;
-	uint8_t pseudo[12];
-	uint16_t sum;
+	u16 ulen = sizeof(*uh) + len;
+	u8 pseudo[12];
+	u16 sum;
 
 	memset(frame, 0, sizeof(*ip) + sizeof(*uh));
 	ip->version = 4;
@@ -748,17 +845,17 @@ static size_t raw_frame(uint8_t *frame, const uint8_t *dg, size_t len,
 	return sizeof(*ip) + ulen;
 }
 
-static int send_one(const uint8_t *dg, size_t len, uint64_t i)
+static int send_one(const u8 *dg, size_t len, u64 i)
 {
 	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr = O.dst,
 				  .sin_port = htons(O.dport) };
-	static uint8_t frame[MAX_DGRAM + 64];
-	uint16_t sport = O.sport;
+	static u8 frame[MAX_DGRAM + 64];
+	u16 sport = O.sport;
 	ssize_t r;
 
-	if (!O.raw)
+	if (!O.raw) {
 		r = sendto(tx_fd, dg, len, 0, (struct sockaddr *)&to, sizeof(to));
-	else {
+	} else {
 		if (O.sport_span)
 			sport = O.sport + i % O.sport_span;
 		to.sin_port = 0;
@@ -776,25 +873,29 @@ static int send_one(const uint8_t *dg, size_t len, uint64_t i)
 /* --- learning the live PSN from the connection's ACKs -------------------- */
 
 static int learn_fd = -1;
-static uint32_t learned_base;
-static uint64_t learned;
+static u32 learned_base;
+static u64 learned;
 
 static void open_learn(void)
 {
 	struct sockaddr_ll sl = { .sll_family = AF_PACKET,
-				  .sll_protocol = htons(ETH_P_IP) };
+				  .sll_protocol = htons(ETH_P_ALL) };
 
 	sl.sll_ifindex = if_nametoindex(O.learn_if);
 	if (!sl.sll_ifindex)
 		die("--learn %s: no such interface", O.learn_if);
-	/* cooked: frames start at the IP header */
-	learn_fd = socket(AF_PACKET, SOCK_DGRAM, htons(ETH_P_IP));
+	/*
+	 * ETH_P_ALL: only such sockets see what the host sends (the peer's
+	 * ACKs to the victim leave through IFACE).  Cooked: frames start at
+	 * the network header.
+	 */
+	learn_fd = socket(AF_PACKET, SOCK_DGRAM, htons(ETH_P_ALL));
 	if (learn_fd < 0 || bind(learn_fd, (struct sockaddr *)&sl, sizeof(sl)))
 		die("packet socket on %s: %s", O.learn_if, strerror(errno));
 }
 
 /* one sniffed IPv4 frame: an ACK of this connection moves the base */
-static void learn_frame(const uint8_t *f, size_t len)
+static void learn_frame(const u8 *f, size_t len)
 {
 	const struct iphdr *ip = (const struct iphdr *)f;
 	const struct udphdr *uh;
@@ -827,7 +928,7 @@ static void learn_frame(const uint8_t *f, size_t len)
 			   a.dqpn != H.dqpn))
 		return;
 	/* the newest cumulative PSN: ACKs can arrive out of order */
-	if (!learned || (int32_t)(a.psn - learned_base) > 0)
+	if (!learned || (s32)(a.psn - learned_base) > 0)
 		learned_base = a.psn;
 	learned++;
 }
@@ -835,15 +936,21 @@ static void learn_frame(const uint8_t *f, size_t len)
 /* read what was sniffed; wait up to @wait_ms for the first ACK */
 static void learn_poll(unsigned int wait_ms)
 {
-	static uint8_t buf[LEARN_BUF];
-	uint64_t end = now_us() + (uint64_t)wait_ms * 1000;
+	static u8 buf[LEARN_BUF];
+	u64 end = now_us() + (u64)wait_ms * 1000;
+	struct sockaddr_ll from;
+	socklen_t fl;
 	unsigned int n = 0;
 	ssize_t r;
 
 	for (;;) {
-		r = recv(learn_fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+		fl = sizeof(from);
+		r = recvfrom(learn_fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC,
+			     (struct sockaddr *)&from, &fl);
 		if (r >= 0) {
-			learn_frame(buf, (size_t)r < sizeof(buf) ? (size_t)r : sizeof(buf));
+			if (from.sll_protocol == htons(ETH_P_IP))
+				learn_frame(buf, (size_t)r < sizeof(buf) ?
+					    (size_t)r : sizeof(buf));
 			/* a busy link: do not starve the sending */
 			if (++n < 100000)
 				continue;
@@ -858,7 +965,7 @@ static void learn_poll(unsigned int wait_ms)
 
 /* --- malformed datagrams -------------------------------------------------- */
 
-static size_t malform(uint8_t *dg, size_t len)
+static size_t malform(u8 *dg, size_t len)
 {
 	unsigned int i;
 
@@ -871,9 +978,9 @@ static size_t malform(uint8_t *dg, size_t len)
 }
 
 /* random damage that mrc_wire_parse() rejects */
-static size_t garbage(uint8_t *dg, size_t len, uint32_t hdr_len)
+static size_t mutate(u8 *dg, size_t len, u32 hdr_len)
 {
-	static uint8_t orig[MAX_DGRAM];
+	static u8 orig[MAX_DGRAM];
 	struct mrc_pkt q;
 	unsigned int tries, k, n;
 	size_t l;
@@ -896,28 +1003,46 @@ static size_t garbage(uint8_t *dg, size_t len, uint32_t hdr_len)
 
 /* --- main ----------------------------------------------------------------- */
 
-static uint64_t tally[MRC_DROP_NR];
+static u64 tally[MRC_DROP_NR];
 
-static uint32_t psn_of(uint64_t i, uint32_t base)
+static u32 psn_of(u64 i, u32 base)
 {
-	uint64_t span = O.psn_span ? O.psn_span : O.count;
+	u64 span = O.psn_span ? O.psn_span : O.count;
 
-	return base + (uint32_t)O.psn_rel + (uint32_t)(O.psn_step * (int64_t)(i % span));
+	return base + (u32)O.psn_rel + (u32)(O.psn_step * (s64)(i % span));
 }
 
-static void pause_until(uint64_t t)
+static void pause_until(u64 t)
 {
-	uint64_t now = now_us();
+	u64 now = now_us();
 
 	if (t > now)
 		usleep(t - now);
 }
 
+static void print_result(u64 sent, u64 errors, u64 bytes, u64 elapsed,
+			 u64 max_us, u32 base, u32 first_psn, u32 last_psn)
+{
+	unsigned int k;
+
+	printf("MRC_INJECT_RESULT sent=%llu errors=%llu bytes=%llu", sent,
+	       errors, bytes);
+	printf(" elapsed_us=%llu max_send_us=%llu base=%u learned=%llu",
+	       elapsed, max_us, base, learned);
+	printf(" first_psn=%u last_psn=%u parse_ok=%llu", first_psn, last_psn,
+	       tally[MRC_DROP_NONE]);
+	for (k = 1; k < MRC_DROP_NR; k++)
+		if (tally[k])
+			printf(" reject_%s=%llu", drop_name[k], tally[k]);
+	printf("\n");
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
-	static uint8_t dg[MAX_DGRAM];
-	uint64_t i, sent = 0, errors = 0, bytes = 0, t0, t1;
-	uint32_t pay, hdr_len, psn = 0, first_psn = 0, base = 0;
+	static u8 dg[MAX_DGRAM];
+	u64 i, sent = 0, errors = 0, bytes = 0, t0, t1, ts, max_us = 0;
+	u32 pay, hdr_len, psn = 0, first_psn = 0, base = 0;
 	bool malformed;
 	struct mrc_pkt q;
 	size_t len;
@@ -935,10 +1060,12 @@ int main(int argc, char **argv)
 		open_learn();
 		learn_poll(O.learn_wait_ms);
 		if (!learned) {
-			printf("MRC_INJECT_RESULT sent=0 errors=0 bytes=0 elapsed_us=0 base=0 learned=0 first_psn=0 last_psn=0 parse_ok=0\n");
-			fprintf(stderr, "mrc_inject: no ACK of QPs %u/%u seen on %s in %u ms\n",
+			fprintf(stderr, "mrc_inject: no ACK of QPs %u/%u on %s in %u ms\n",
 				H.dqpn, H.sqpn, O.learn_if, O.learn_wait_ms);
-			return 3;
+			if (!O.have_base) {
+				print_result(0, 0, 0, 0, 0, 0, 0, 0);
+				return 3;
+			}
 		}
 	}
 	if (O.have_psn)
@@ -951,49 +1078,48 @@ int main(int argc, char **argv)
 		pause_until(t0 + i * O.interval_us);
 		if (O.learn_if) {
 			learn_poll(0);
-			base = learned_base;
+			if (learned)
+				base = learned_base;
 		}
 		psn = psn_of(i, base);
 		if (!i)
 			first_psn = psn;
 		P.psn = psn;
-		P.tsval = O.have_tsval ? O.tsval : mrc_clock() - (uint32_t)O.tsval_ago;
+		P.tsval = O.have_tsval ? O.tsval : mrc_clock() - (u32)O.tsval_ago;
 		if (O.have_nak_rel)
-			P.ack.nak_psn = psn + (uint32_t)O.nak_rel;
+			P.ack.nak_psn = psn + (u32)O.nak_rel;
 		if (O.have_ts_echo)
-			P.ack.ts_echo = mrc_clock() - (uint32_t)O.ts_echo_ago;
+			P.ack.ts_echo = mrc_clock() - (u32)O.ts_echo_ago;
 		if (mrc_wire_build(dg, &P) != hdr_len)
 			die("mrc_wire_build failed");
 		for (k = 0; k < pay; k++)
 			dg[hdr_len + k] = O.fill + k;
 		len = hdr_len + pay;
 		if (O.garbage)
-			len = garbage(dg, len, hdr_len);
+			len = mutate(dg, len, hdr_len);
 		len = malform(dg, len);
 		err = mrc_wire_parse(dg, len, &q);
 		if (err && !malformed && !O.force)
-			die("packet %" PRIu64 " would be dropped as %s (--force sends it anyway)",
+			die("packet %llu would be dropped as %s (--force sends it anyway)",
 			    i, drop_name[-err]);
 		if (O.verbose)
-			fprintf(stderr, "mrc_inject: #%" PRIu64 " op 0x%02x psn %u len %zu parse %s\n",
+			fprintf(stderr, "mrc_inject: #%llu op 0x%02x psn %u len %zu parse %s\n",
 				i, P.opcode, psn, len, err ? drop_name[-err] : "ok");
+		ts = now_us();
 		if (send_one(dg, len, i)) {
 			errors++;
 			continue;
 		}
+		/* the receive path may run in this syscall's softirq */
+		ts = now_us() - ts;
+		if (ts > max_us)
+			max_us = ts;
 		sent++;
 		bytes += len;
 		tally[-err]++;
 	}
 	t1 = now_us();
 
-	printf("MRC_INJECT_RESULT sent=%" PRIu64 " errors=%" PRIu64 " bytes=%" PRIu64
-	       " elapsed_us=%" PRIu64 " base=%u learned=%" PRIu64 " first_psn=%u last_psn=%u parse_ok=%" PRIu64,
-	       sent, errors, bytes, t1 - t0, base, learned, first_psn, psn,
-	       tally[MRC_DROP_NONE]);
-	for (k = 1; k < MRC_DROP_NR; k++)
-		if (tally[k])
-			printf(" reject_%s=%" PRIu64, drop_name[k], tally[k]);
-	printf("\n");
+	print_result(sent, errors, bytes, t1 - t0, max_us, base, first_psn, psn);
 	return errors || sent != O.count ? 1 : 0;
 }
