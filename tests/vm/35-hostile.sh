@@ -48,7 +48,7 @@ BAD_RKEY=0xffffff00
 # shellcheck disable=SC2034 # filled through namerefs
 declare -A a0 a1 b0 b1 s0 s1 QA QB
 CASE='' X_PID='' X_US=0 X_MS=0 LV=() LP=()
-BASE_MS=0 BASE_RETX=0 BASE_FULL=0 BASE_CECUT=0
+BASE_MS=0 BASE_RETX=0 BASE_FULL=0 BASE_CECUT=0 BASE_ECNCUT=0
 
 us() { local now=${EPOCHREALTIME/./}; echo "$((10#$now))"; }
 
@@ -188,7 +188,8 @@ if xfer_start; then
 	BASE_RETX=$(dsum a0 a1 retransmitted_packets)
 	BASE_FULL=$(dsum b0 b1 credit_full_packets)
 	BASE_CECUT=$(dsum b0 b1 credit_pool_ce_cuts)
-	t_diag "baseline: $BASE_MS ms, hostA retransmitted $BASE_RETX of $(dsum a0 a1 tx_packets); hostB credit_full_packets $BASE_FULL credit_pool_ce_cuts $BASE_CECUT; drops A $(dsum a0 a1 drop_out_of_window drop_bad_ack drop_bad_source) B $(dsum b0 b1 drop_out_of_window drop_bad_length drop_bad_source)"
+	BASE_ECNCUT=$(dsum a0 a1 window_cuts_ecn)
+	t_diag "baseline: $BASE_MS ms, hostA retransmitted $BASE_RETX of $(dsum a0 a1 tx_packets); hostB credit_full_packets $BASE_FULL credit_pool_ce_cuts $BASE_CECUT; hostA window_cuts_ecn $BASE_ECNCUT; drops A $(dsum a0 a1 drop_out_of_window drop_bad_ack drop_bad_source) B $(dsum b0 b1 drop_out_of_window drop_bad_length drop_bad_source)"
 else
 	xfer_end
 fi
@@ -280,6 +281,10 @@ if xfer_start; then
 		expect "poisoned stale ACKs: counted as stale_acks (at least 90 %)" \
 			"$(dsum s0 s1 stale_acks)" -ge $((INJ[sent] * 9 / 10)) \
 			"$(deltas s0 s1 stale_acks)" "changed: $(cnt_changed s0 s1)"
+		# their CE count of 65535 must not cut hostA's window
+		expect "poisoned stale ACKs: window_cuts_ecn no more than the whole baseline's" \
+			"$(dsum s0 s1 window_cuts_ecn)" -le "$BASE_ECNCUT" \
+			"$(deltas s0 s1 window_cuts_ecn ecn_echoes_received cc_window_cuts)"
 	fi
 	# OOO alone: poisoned credit and CE counts would throttle the resends
 	inject "$TOPO_B" --dst "$TOPO_A_IP" --op ack --dqpn "${QA[lqpn]}" --sqpn "${QA[rqpn]}" \
