@@ -585,8 +585,10 @@ void mrc_wlog_record(struct mrc_wlog *w, u32 psn, u64 va, u32 rkey, u32 len);
 
 /**
  * mrc_wlog_record_read() - note the segments a newly received READ_REQ
- * asks for, one per PSN.
+ * asks for, one per PSN not received before.
  * @w: the log.
+ * @rx: the receiver's PSN space, before the request is accepted: PSNs
+ *	already received keep their record (a WRITE's, or the same READ's).
  * @psn: the request's first PSN.
  * @n: PSNs it covers (mrc_seg_count(@len, @shift)).
  * @va: address of its first byte.
@@ -594,8 +596,8 @@ void mrc_wlog_record(struct mrc_wlog *w, u32 psn, u64 va, u32 rkey, u32 len);
  * @len: its message length.
  * @shift: log2 of its segment size.
  */
-void mrc_wlog_record_read(struct mrc_wlog *w, u32 psn, u32 n, u64 va,
-			  u32 rkey, u32 len, u8 shift);
+void mrc_wlog_record_read(struct mrc_wlog *w, const struct mrc_rx *rx,
+			  u32 psn, u32 n, u64 va, u32 rkey, u32 len, u8 shift);
 
 /**
  * mrc_wlog_read_match() - whether a READ_REQ for PSNs already received

@@ -390,7 +390,8 @@ bool mrc_resp_pending(const struct mrc_qp *qp)
 
 /*
  * Note what the PSNs of a new packet wrote, for later late arrivals, or
- * asked to read, for checking a re-request.
+ * asked to read, for checking a re-request.  Called before the packet is
+ * accepted: a PSN received before keeps its record.
  */
 static void mrc_resp_wlog(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n)
 {
@@ -400,8 +401,8 @@ static void mrc_resp_wlog(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n)
 				p->pay_len);
 		break;
 	case MRC_OP_READ_REQ:
-		mrc_wlog_record_read(&qp->wlog, p->psn, n, p->req.va,
-				     p->req.rkey, p->req.msg_len,
+		mrc_wlog_record_read(&qp->wlog, &qp->rx, p->psn, n,
+				     p->req.va, p->req.rkey, p->req.msg_len,
 				     p->pmtu_shift);
 		break;
 	default:
@@ -979,9 +980,9 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	old_nxt = qp->rx.nxt;
 	ooo = qp->rx.ooo;
 	holes = qp->rx.holes;
+	mrc_resp_wlog(qp, p, n);
 	/* NEW from mrc_rx_classify(): the range fits, never BEYOND here */
 	mrc_rx_accept(&qp->rx, p->psn, n);
-	mrc_resp_wlog(qp, p, n);
 	if (qp->rx.ooo != ooo)
 		mrc_stat_add(mdev, MRC_ST_OOO_PKTS, qp->rx.ooo - ooo);
 	if (qp->rx.holes != holes)

@@ -40,14 +40,16 @@ static u32 mrc_wlog_seg_len(u32 len, u32 i, u8 shift)
 	return len - off < (1u << shift) ? len - (u32)off : 1u << shift;
 }
 
-void mrc_wlog_record_read(struct mrc_wlog *w, u32 psn, u32 n, u64 va,
-			  u32 rkey, u32 len, u8 shift)
+void mrc_wlog_record_read(struct mrc_wlog *w, const struct mrc_rx *rx,
+			  u32 psn, u32 n, u64 va, u32 rkey, u32 len, u8 shift)
 {
 	u32 i;
 
 	for (i = 0; i < n; i++)
-		mrc_wlog_record(w, psn + i, va + ((u64)i << shift), rkey,
-				MRC_WLOG_READ | mrc_wlog_seg_len(len, i, shift));
+		if (!mrc_rx_has(rx, psn + i))
+			mrc_wlog_record(w, psn + i, va + ((u64)i << shift),
+					rkey, MRC_WLOG_READ |
+					mrc_wlog_seg_len(len, i, shift));
 }
 
 /* the entry of received PSN @q still describes @q, not a newer PSN */

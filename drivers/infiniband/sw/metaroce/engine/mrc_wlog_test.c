@@ -168,8 +168,8 @@ static void wt_read(struct wlog_t *t, u32 psn, u64 va, u32 rkey, u32 len,
 {
 	u32 n = mrc_seg_count(len, shift);
 
+	mrc_wlog_record_read(&t->w, &t->rx, psn, n, va, rkey, len, shift);
 	mrc_rx_accept(&t->rx, psn, n);
-	mrc_wlog_record_read(&t->w, psn, n, va, rkey, len, shift);
 }
 
 /* a resend of READ PSNs matches only what those PSNs first asked for */
@@ -246,6 +246,25 @@ static void mrc_wlog_read_overwritten(struct kunit *test)
 						     0x4000, 3, 4096, 12));
 }
 
+/* a READ range over a WRITE that arrived early keeps the WRITE's record */
+static void mrc_wlog_read_keeps_write(struct kunit *test)
+{
+	struct wlog_t t;
+
+	wt_init(&t, 100);
+	wt_arrive(&t, 105, 0x8000, 5, 1024);
+	wt_read(&t, 100, 0x4000, 3, 8 * 4096, 12);	/* PSNs 100..107 */
+	/* a late WRITE at 99 would have been cut by PSN 105's bytes */
+	KUNIT_EXPECT_EQ(test, mrc_wlog_pieces(&t.w, &t.rx, 99, 0x8000, 5, 2048,
+					      t.out, 4), 1);
+	KUNIT_EXPECT_EQ(test, t.out[0].off, 1024u);
+	/* and PSN 105 is no READ PSN to match */
+	KUNIT_EXPECT_FALSE(test, mrc_wlog_read_match(&t.w, &t.rx, 100, 8,
+						     0x4000, 3, 8 * 4096, 12));
+	KUNIT_EXPECT_TRUE(test, mrc_wlog_read_match(&t.w, &t.rx, 100, 5,
+						    0x4000, 3, 8 * 4096, 12));
+}
+
 static struct kunit_case mrc_wlog_cases[] = {
 	KUNIT_CASE(mrc_wlog_in_order),
 	KUNIT_CASE(mrc_wlog_late_covered),
@@ -255,6 +274,7 @@ static struct kunit_case mrc_wlog_cases[] = {
 	KUNIT_CASE(mrc_wlog_psn_wrap),
 	KUNIT_CASE(mrc_wlog_read_resend),
 	KUNIT_CASE(mrc_wlog_read_overwritten),
+	KUNIT_CASE(mrc_wlog_read_keeps_write),
 	{}
 };
 
