@@ -200,8 +200,13 @@ static void op_ack(struct fz *f, struct mrc_tx *tx)
 	FZ_CHECK(before);
 	memcpy(before, tx->slots, tx->nslots * sizeof(*before));
 	ret = mrc_tx_ack(tx, &a, m.now, &r);
-	if (mrc_psn_lt(copy.nxt, a.cum)) {
-		/* an ACK for PSNs never sent changes nothing */
+	/* an ACK for PSNs never sent is refused; one for [una, nxt] taken */
+	if (mrc_psn_lt(copy.nxt, a.cum))
+		FZ_CHECK(ret == -EINVAL);
+	else if (!mrc_psn_lt(a.cum, una0))
+		FZ_CHECK(ret == 0);
+	if (ret) {
+		/* refused (also stale, beyond a window): nothing changed */
 		FZ_CHECK(ret == -EINVAL);
 		FZ_CHECK(!memcmp(&copy, tx, sizeof(copy)));
 		FZ_CHECK(!memcmp(before, tx->slots,
@@ -210,7 +215,6 @@ static void op_ack(struct fz *f, struct mrc_tx *tx)
 		return;
 	}
 	free(before);
-	FZ_CHECK(ret == 0);
 	for (psn = una0; psn != copy.nxt; psn++) {
 		if (!want[off(psn)])
 			continue;
