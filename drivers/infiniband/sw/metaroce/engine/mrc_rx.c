@@ -63,13 +63,12 @@ bool mrc_rx_has(const struct mrc_rx *rx, u32 psn)
  */
 enum mrc_rx_verdict mrc_rx_classify(const struct mrc_rx *rx, u32 psn, u32 n)
 {
-	u32 end = psn + n, i;
+	u32 lo = rx->nxt - rx->nbits, i;
 
 	if (!n || n > rx->nbits)
 		return MRC_RX_BEYOND;
-	if (rx->nxt - psn > rx->nbits && mrc_psn_lt(psn, rx->nxt))
-		return MRC_RX_BEYOND;
-	if (mrc_psn_lt(rx->nxt, end) && end - rx->nxt > rx->nbits)
+	/* all of it in [nxt - nbits, nxt + nbits), wherever the wrap is */
+	if (psn - lo >= 2 * rx->nbits || psn - lo + n > 2 * rx->nbits)
 		return MRC_RX_BEYOND;
 	for (i = 0; i < n; i++)
 		if (!mrc_rx_has(rx, psn + i))

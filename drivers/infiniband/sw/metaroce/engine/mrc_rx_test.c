@@ -202,6 +202,9 @@ static void mrc_rx_classify_ranges(struct kunit *test)
 			MRC_RX_BEYOND);
 	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt + 0x80000000, 1),
 			MRC_RX_BEYOND);
+	/* far ahead, its end half the space round to "before" nxt */
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt + 0x7ffffff9, 20),
+			MRC_RX_BEYOND);
 	/* a range from below nxt into the window is new if a PSN is */
 	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt - 3, 4), MRC_RX_NEW);
 	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt - 3, 3), MRC_RX_DUP);
