@@ -5,7 +5,7 @@
  * plain reference model: a bool per PSN received and, per PSN, what it
  * wrote.  The model PSNs are offsets from the initial PSN.
  *
- * Input: window size, initial PSN, then operations (accept a range,
+ * Input: window size, initial PSN, then operations (classify and accept a range,
  * encode SACK words, ask whether a PSN arrived, place a WRITE packet
  * through the write log) until the bytes run out.  The bitmap, the log
  * and the SACK words are heap buffers of exact size, so AddressSanitizer
@@ -147,21 +147,40 @@ static void record(struct mrc_wlog *w, u32 psn, u64 va, u32 rkey, u32 len)
 	FZ_CHECK(w->high == m.high);
 }
 
+/* the model's mrc_rx_classify(): what the responder makes of a request */
+static enum mrc_rx_verdict m_classify(u32 psn, u32 n)
+{
+	u32 nxt = m.base + m.nxt, i;
+	u64 first = (u32)(psn - nxt + m.nbits);	/* from nxt - nbits */
+
+	/* empty, longer than the window, or not within nbits of nxt */
+	if (!n || n > m.nbits || first + n > 2ull * m.nbits)
+		return MRC_RX_BEYOND;
+	for (i = 0; i < n; i++)
+		if (!m_has(psn + i))
+			return MRC_RX_NEW;
+	return MRC_RX_DUP;
+}
+
 /* a request packet covering [psn, psn + n) */
 static void op_accept(struct fz *f, struct mrc_rx *rx, struct mrc_wlog *w)
 {
 	u32 psn = pick_psn(f, rx);
 	u8 k = fz_u8(f);
 	u32 n = k < 0xf0 ? k % 9 : fz_u16(f) % (2 * rx->nbits + 2);
-	enum mrc_rx_verdict want, got;
+	enum mrc_rx_verdict want, got, cls;
 	static bool fresh[1024];
 	u32 i;
 
 	for (i = 0; i < n && i < m.nbits; i++)
 		fresh[i] = !m_has(psn + i);
+	cls = mrc_rx_classify(rx, psn, n);
+	FZ_CHECK(cls == m_classify(psn, n));
 	want = m_accept(psn, n);
 	got = mrc_rx_accept(rx, psn, n);
 	FZ_CHECK(got == want);
+	/* what the responder takes as new, the scoreboard takes */
+	FZ_CHECK(cls != MRC_RX_NEW || got == MRC_RX_NEW);
 	if (got != MRC_RX_NEW)
 		return;
 	for (i = 0; i < n; i++)
