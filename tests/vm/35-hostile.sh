@@ -215,9 +215,11 @@ if xfer_start; then
 	snap_first "$RC_DEV_B"
 	a_variant "4 KiB just below rcv_nxt (PSNs rcv_nxt-16..rcv_nxt-1)" --len 4096 --pmtu-shift 12 \
 		--psn-rel -1 --psn-step -1 --psn-span 16
+	# beyond 256 segments: the parser's bad_length, so sent with --force
 	a_variant "2 GiB - 4 KiB ending just below rcv_nxt" --len $((2 ** 31 - 4096)) --pmtu-shift 12 \
-		--psn-rel -$((2 ** 19 + 1))
-	a_variant "2 GiB - 4 KiB from rcv_nxt-2" --len $((2 ** 31 - 4096)) --pmtu-shift 12 --psn-rel -2
+		--psn-rel -$((2 ** 19 + 1)) --force
+	a_variant "2 GiB - 4 KiB from rcv_nxt-2" --len $((2 ** 31 - 4096)) --pmtu-shift 12 --psn-rel -2 \
+		--force
 	a_variant "4 KiB at rcv_nxt - 2^30" --len 4096 --pmtu-shift 12 --psn-rel -$((2 ** 30))
 	qp_alive "$RC_DEV_B" hostB
 	xfer_end
@@ -235,7 +237,7 @@ b_variant() {
 	local desc=$1
 	inject "$TOPO_A" --dst "$TOPO_B_IP" --op read_req --dqpn "${QB[lqpn]}" --sqpn "${QB[rqpn]}" \
 		--rkey "$BAD_RKEY" --va 0x10000 --len $((2 ** 31 - 256)) --pmtu-shift 8 --count 10 \
-		"${LV[@]}" --psn-rel "$2"
+		--force "${LV[@]}" --psn-rel "$2"
 	snap "$RC_DEV_B"
 	inj_ok "$desc" || return
 	inj_diag "$desc"
