@@ -27,7 +27,7 @@ PORT=$(rc_param udp_port)
 
 # --- IPv6 port taken ---------------------------------------------------------------
 rdma link del "$RC_DEV_B"
-in_host "$TOPO_B" python3 -c '
+ip netns exec "$TOPO_B" python3 -c '
 import socket, sys, time
 s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)

@@ -280,9 +280,16 @@ elif [ "$WEDGED" = 1 ]; then
 	t_skip "READ responder killed mid-response" "a device is wedged"
 elif setup "READ responder killed"; then
 	[ -z "$RD_RATE" ] || link_shape "$TOPO_SW" "$TOPO_PORT_A" rate "$RD_RATE" limit 4000
+	# whole windows: READ requests of 256 segments, 192 sent from the
+	# work queue (with cc, a small window fits one softirq pass)
+	declare -A saved=()
+	for p in cc credits pacing; do
+		saved[$p]=$(rc_param "$p") && rc_param "$p" 0
+	done
 	for ((try = 1; try <= RD_TRIES; try++)); do
 		read_kill "$try" || break
 	done
+	for p in "${!saved[@]}"; do rc_param "$p" "${saved[$p]}"; done
 	link_clear "$TOPO_SW" "$TOPO_PORT_A"
 	if [ "$WEDGED" = 0 ]; then
 		bounded "rdma link del $RC_DEV_B after the killed READs" 30 \
