@@ -339,6 +339,10 @@ struct mrc_ack_info {
  *	(MRC_TXS_REQ_SEEN set now); they are not in @newly_acked.
  * @una_advanced: tx->una moved forward.
  * @rtt_sample: RTT sample taken (0 when none), at most tx->rtt.rto_max.
+ *	An ACK newly showing a READ/atomic request sent once arrived
+ *	yields one too.
+ * @cc_rtt: RTT for the congestion window (0: none): @rtt_sample, or for
+ *	a response to a request sent once the latest srtt.
  * @stale: the ACK's cumulative PSN was behind tx->una: only its SACK bits
  *	were used (no RTT sample, DUP ignored); the caller should ignore
  *	the rest of it too (credit, ECN, path feedback, OOO).
@@ -353,6 +357,7 @@ struct mrc_ack_result {
 	u32 newly_seen;
 	bool una_advanced;
 	u32 rtt_sample;
+	u32 cc_rtt;
 	bool stale;
 	u32 n_uncharge;
 	u16 uncharge[MRC_ACK_UNCHARGE];

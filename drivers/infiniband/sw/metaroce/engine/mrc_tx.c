@@ -68,6 +68,7 @@ struct mrc_rack_cand {
 	u32 psn;
 	bool valid;
 	bool fresh;	/* an original transmission was delivered */
+	bool req_once;	/* a request sent once newly shown to have arrived */
 };
 
 static struct mrc_tx_slot *mrc_tx_slot_rw(struct mrc_tx *tx, u32 psn)
@@ -333,9 +334,13 @@ static bool mrc_tx_ack_one(struct mrc_tx *tx, u32 psn, u32 now,
 	if (s->flags & MRC_TXS_ACKED)
 		return false;
 	if (s->flags & MRC_TXS_NEED_RESP) {
-		if (!(s->flags & MRC_TXS_REQ_SEEN))
-			r->newly_seen++;
+		if (s->flags & MRC_TXS_REQ_SEEN)
+			return false;
 		s->flags |= MRC_TXS_REQ_SEEN;
+		r->newly_seen++;
+		/* the ACK times it: a READ/atomic QP gets RTT samples too */
+		if (s->xmits == 1)
+			c->req_once = true;
 		return false;
 	}
 	r->newly_acked++;
@@ -485,8 +490,9 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 	}
 
 	/* a stale ACK's timestamp and DUP report are older news */
-	if (r->newly_acked && a->ts_valid && !r->stale)
+	if ((r->newly_acked || c.req_once) && a->ts_valid && !r->stale)
 		mrc_tx_ack_rtt(tx, a, now, r);
+	r->cc_rtt = r->rtt_sample;
 	if (a->dup && !r->stale && mrc_tx_dup(tx, a->dup_psn, r))
 		spurious = true;
 	if (spurious)
@@ -516,6 +522,12 @@ int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r)
 
 	s->flags |= MRC_TXS_REQ_SEEN;
 	r->newly_acked = 1;
+	/*
+	 * The response's own timing is no sample: one held behind a lost
+	 * request would inflate srtt.  The window grows on the latest one.
+	 */
+	if (s->xmits == 1)
+		r->cc_rtt = tx->rtt.srtt;
 	if (mrc_tx_deliver(tx, psn, now, &c)) {
 		mrc_tx_uncharge(r, s);
 		mrc_tx_spurious(tx);

@@ -1361,6 +1361,47 @@ static void mrc_tx_timer_margin_adapts(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 4u);
 }
 
+/* issue 50: a READ/atomic QP times its requests' ACKs, not responses */
+static void mrc_tx_req_rtt(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+	struct mrc_ack_result r;
+
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 0, 4, 10, 0, MRC_TXS_NEED_RESP),
+			0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 20, 0, MRC_TXS_NEED_RESP),
+			0);
+	/* a response before any sample feeds no RTT to the window */
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 0, 300, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.cc_rtt, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 0u);
+	/* the requests' ACK: sample 110 - 10 - 0 */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 110, 4, 10, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 3u);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 100u);
+	KUNIT_EXPECT_EQ(test, r.cc_rtt, 100u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
+	/* responses: the latest srtt, whatever their own timing */
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 1, 900, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.cc_rtt, 100u);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
+
+	/* a resent request's ACK is ambiguous (Karn): no sample */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 1000, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1300, 5, 1000, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 1u);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
+	/* nor does its response feed the window */
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 4, 1400, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.cc_rtt, 0u);
+	/* an ACK showing nothing new yields nothing */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1500, 5, 1400, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+}
+
 static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_send_rules),
 	KUNIT_CASE(mrc_tx_ack_everything),
@@ -1389,6 +1430,7 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_timer_margin_adapts),
 	KUNIT_CASE(mrc_tx_psn_wrap),
 	KUNIT_CASE(mrc_tx_timestamps),
+	KUNIT_CASE(mrc_tx_req_rtt),
 	{}
 };
 
