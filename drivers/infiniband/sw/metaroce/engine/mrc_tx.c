@@ -28,6 +28,9 @@
  * a delivery is not used for RACK either (its timing is ambiguous).
  *
  * READ and atomic requests (NEED_RESP) are delivered by their responses.
+ * An ACK newly showing such a request (sent once) arrived makes it a RACK
+ * reference all the same, a time reference only: the responder serves in
+ * PSN order, so a lost request behind others is not left to the RTO.
  * Once an ACK shows the request arrived (REQ_SEEN) such a PSN is judged
  * against the latest response only, because a large READ streams its
  * responses for longer than one RTT after later requests were ACKed.
@@ -216,6 +219,17 @@ static void mrc_tx_timer_judge(struct mrc_tx *tx, struct mrc_tx_slot *s,
 		tx->tmo_steps *= 2;
 }
 
+/* @psn, sent once in @s, arrived: keep it if sent after @c's */
+static void mrc_rack_cand_offer(struct mrc_rack_cand *c,
+				const struct mrc_tx_slot *s, u32 psn)
+{
+	if (!c->valid || mrc_rack_after(s->xmit_ts, psn, c->ts, c->psn)) {
+		c->ts = s->xmit_ts;
+		c->psn = psn;
+		c->valid = true;
+	}
+}
+
 /*
  * Mark @psn delivered and offer it as RACK reference.  A retransmitted PSN
  * delivered sooner than min_rtt after its retransmission was delivered by
@@ -252,11 +266,7 @@ static bool mrc_tx_deliver(struct mrc_tx *tx, u32 psn, u32 now,
 	if (s->xmits > 1)
 		return false;
 	c->fresh = true;
-	if (!c->valid || mrc_rack_after(s->xmit_ts, psn, c->ts, c->psn)) {
-		c->ts = s->xmit_ts;
-		c->psn = psn;
-		c->valid = true;
-	}
+	mrc_rack_cand_offer(c, s, psn);
 	return false;
 }
 
@@ -338,9 +348,15 @@ static bool mrc_tx_ack_one(struct mrc_tx *tx, u32 psn, u32 now,
 			return false;
 		s->flags |= MRC_TXS_REQ_SEEN;
 		r->newly_seen++;
-		/* the ACK times it: a READ/atomic QP gets RTT samples too */
-		if (s->xmits == 1)
+		/*
+		 * The ACK times it: a READ/atomic QP gets RTT samples too,
+		 * and a time reference (not a delivery) that finds a lost
+		 * request behind later ones without waiting for the RTO.
+		 */
+		if (s->xmits == 1) {
 			c->req_once = true;
+			mrc_rack_cand_offer(c, s, psn);
+		}
 		return false;
 	}
 	r->newly_acked++;

@@ -1402,6 +1402,47 @@ static void mrc_tx_req_rtt(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
 }
 
+/* issue 50: a lost request behind ACKed ones is found by RACK, not the RTO */
+static void mrc_tx_req_rack(struct kunit *test)
+{
+	static const u32 s123[] = { 1, 2, 3 };
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+	struct mrc_ack_result r;
+	u32 d, i, psn;
+
+	for (i = 0; i < 4; i++)		/* atomics 0-3, 10 us apart */
+		KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, i, 1, 10 + 10 * i, (u16)i,
+						  MRC_TXS_NEED_RESP), 0);
+	/* 0 lost: the responder serves in order, 1-3 are only ACKed */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 140, 0, 40, s123, 3, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 3u);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
+	/* a time reference, not a delivery */
+	KUNIT_EXPECT_FALSE(test, r.una_advanced);
+	KUNIT_EXPECT_TRUE(test, tx->rack.valid);
+	KUNIT_EXPECT_EQ(test, tx->rack.psn, 3u);
+	KUNIT_EXPECT_EQ(test, tx->rack.rtt, 100u);
+	/* 0 waits rack_rtt + reo_wnd = 100 + 50 from its send at 10 */
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 140), 0u);
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 160u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 160, 7, 0), MRC_TXT_RETX);
+	KUNIT_EXPECT_EQ(test, tx->rtos, 0u);
+	psn = 0;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, psn, 0u);
+	psn++;
+	KUNIT_EXPECT_FALSE(test, mrc_tx_next_lost(tx, &psn));
+
+	/* a resent request's ACK is no reference (Karn) */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 0, 1, 160, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 170, 4,
+					  MRC_TXS_NEED_RESP), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 400, 4, 160, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->rack.psn, 3u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 400), 0u);
+}
+
 static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_send_rules),
 	KUNIT_CASE(mrc_tx_ack_everything),
@@ -1431,6 +1472,7 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_psn_wrap),
 	KUNIT_CASE(mrc_tx_timestamps),
 	KUNIT_CASE(mrc_tx_req_rtt),
+	KUNIT_CASE(mrc_tx_req_rack),
 	{}
 };
 
