@@ -316,7 +316,9 @@ static void mrc_tx_uncharge(struct mrc_ack_result *r, struct mrc_tx_slot *s)
  * was not one (an earlier copy arrived, only later than RACK allowed).
  * Its slot still holds @psn while @psn is among the last nslots sent.
  * Only a report naming a resend counts, once per resend: a peer must not
- * widen the reordering window at will.  Return: true if it counted.
+ * widen the reordering window at will.  A READ/atomic request whose
+ * response has not arrived was resent for that response: the responder
+ * always sees such a resend as a duplicate.  Return: true if it counted.
  */
 static bool mrc_tx_dup(struct mrc_tx *tx, u32 psn, struct mrc_ack_result *r)
 {
@@ -326,6 +328,10 @@ static bool mrc_tx_dup(struct mrc_tx *tx, u32 psn, struct mrc_ack_result *r)
 		return false;
 	s = mrc_tx_slot_rw(tx, psn);
 	if (s->xmits < 2 || (s->flags & MRC_TXS_DUP))
+		return false;
+	/* a request re-asked because its response was lost: needed */
+	if ((s->flags & (MRC_TXS_NEED_RESP | MRC_TXS_ACKED)) ==
+	    MRC_TXS_NEED_RESP)
 		return false;
 	s->flags |= MRC_TXS_DUP;
 	tx->spurious++;

@@ -1443,6 +1443,49 @@ static void mrc_tx_req_rack(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 400), 0u);
 }
 
+/* issue 50: re-asking for a lost response is no spurious resend */
+static void mrc_tx_req_dup(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_info a = { .dup = true };
+	struct mrc_ack_result r;
+	u32 d;
+
+	mrc_tt_warm(test, tx, 100);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, 1000, 0,
+					  MRC_TXS_NEED_RESP), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1100, 2, 1000, NULL, 0, &r), 0);
+	/* the response is lost: the RTO asks again */
+	tx->tlp_out = true;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, d, 0, 0), 0);
+	/* the responder reports the request as a duplicate */
+	a.cum = tx->nxt;
+	a.dup_psn = 1;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, d + 100, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 0u);
+	KUNIT_EXPECT_EQ(test, tx->spurious_tmos, 0u);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 1u);
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 1, d + 110, &r), 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_outstanding(tx), 0u);
+
+	/* once the response came, a DUP for the resend still counts */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 2, 1, 9000, 0,
+					  MRC_TXS_NEED_RESP), 0);
+	tx->tlp_out = true;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 2, 1, d, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 2, d + 150, &r), 0);
+	a.cum = tx->nxt;
+	a.dup_psn = 2;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, d + 160, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 1u);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 2u);
+}
+
 static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_send_rules),
 	KUNIT_CASE(mrc_tx_ack_everything),
@@ -1473,6 +1516,7 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_timestamps),
 	KUNIT_CASE(mrc_tx_req_rtt),
 	KUNIT_CASE(mrc_tx_req_rack),
+	KUNIT_CASE(mrc_tx_req_dup),
 	{}
 };
 
