@@ -208,7 +208,8 @@ struct mrc_tx_path {
  * @tlp_off: send no tail-loss probe (set by the caller: the peer's
  *	grant of one packet means it may hold ACKs, mrc_credit_hold()).
  * @probe_psn: the PSN to resend after MRC_TXT_PROBE (mrc_tx_on_timer()
- *	has marked it lost).
+ *	has marked it lost): the highest undelivered one, or una if that
+ *	is a READ/atomic (served in PSN order, it holds the others back).
  * @tmo_steps: the probe timeout and the RTO's margin over srtt are
  *	multiplied by this (1 .. @tmo_steps_max): a retransmission sent by
  *	either timer that proves spurious doubles it, MRC_REO_PERSIST timer

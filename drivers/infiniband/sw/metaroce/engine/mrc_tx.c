@@ -42,7 +42,7 @@
  *   the last send and the last progress, while no probe is out, no PSN
  *   awaits a retransmission, no RTO has expired since the last progress
  *   and an RTT sample exists.  The caller resends tx->probe_psn, the
- *   highest PSN not yet delivered.
+ *   highest PSN not yet delivered, or una if that is a READ/atomic.
  * - RTO: mrc_rtt_rto() with its margin over srtt x tmo_steps, after the
  *   later of the oldest outstanding PSN's transmission and the last
  *   progress (responses to a long READ keep it from expiring while they
@@ -718,6 +718,23 @@ static bool mrc_tx_failed(const struct mrc_tx *tx, u32 now, u32 retry_cnt,
 	       now - tx->progress_ts >= fail_after;
 }
 
+/*
+ * The highest undelivered PSN, whose loss nothing later would reveal; but
+ * READ/atomic requests are served in PSN order, so when una is one, it
+ * holds the others back and is the one worth probing.
+ */
+static u32 mrc_tx_probe_psn(const struct mrc_tx *tx)
+{
+	u32 psn = tx->nxt - 1;
+
+	if (mrc_tx_slot(tx, tx->una)->flags & MRC_TXS_NEED_RESP)
+		return tx->una;
+	while (psn != tx->una &&
+	       (mrc_tx_slot(tx, psn)->flags & MRC_TXS_ACKED))
+		psn--;
+	return psn;
+}
+
 enum mrc_tx_timer_action mrc_tx_on_timer(struct mrc_tx *tx, u32 now,
 					 u32 retry_cnt, u32 fail_after)
 {
@@ -758,10 +775,7 @@ enum mrc_tx_timer_action mrc_tx_on_timer(struct mrc_tx *tx, u32 now,
 		return MRC_TXT_RETX;
 
 	if (mrc_tx_tlp_due(tx, &due) && !mrc_time_before(now, due)) {
-		psn = tx->nxt - 1;
-		while (psn != tx->una &&
-		       (mrc_tx_slot(tx, psn)->flags & MRC_TXS_ACKED))
-			psn--;
+		psn = mrc_tx_probe_psn(tx);
 		tx->probe_psn = psn;
 		mrc_tx_mark_timer(tx, psn);
 		tx->tlp_out = true;

@@ -1486,6 +1486,32 @@ static void mrc_tx_req_dup(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 2u);
 }
 
+/* issue 50: requests are served in order, so the probe asks for una */
+static void mrc_tx_req_probe(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_result r;
+	u32 d, i, psn;
+
+	mrc_tt_warm(test, tx, 100);
+	for (i = 1; i <= 4; i++)		/* atomics 1-4 */
+		KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, i, 1, 1000, (u16)i,
+						  MRC_TXS_NEED_RESP), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1100, 5, 1000, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 4u);
+	/* 1's response is lost, the others wait for it: probe at 1200 */
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 1200u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1200, 7, 0), MRC_TXT_PROBE);
+	KUNIT_EXPECT_EQ(test, tx->probe_psn, 1u);
+	psn = 0;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, psn, 1u);
+	psn++;
+	KUNIT_EXPECT_FALSE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, tx->rtos, 0u);
+}
+
 static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_send_rules),
 	KUNIT_CASE(mrc_tx_ack_everything),
@@ -1517,6 +1543,7 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_req_rtt),
 	KUNIT_CASE(mrc_tx_req_rack),
 	KUNIT_CASE(mrc_tx_req_dup),
+	KUNIT_CASE(mrc_tx_req_probe),
 	{}
 };
 
