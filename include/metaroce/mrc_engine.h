@@ -208,7 +208,8 @@ struct mrc_tx_path {
  * @tlp_off: send no tail-loss probe (set by the caller: the peer's
  *	grant of one packet means it may hold ACKs, mrc_credit_hold()).
  * @probe_psn: the PSN to resend after MRC_TXT_PROBE (mrc_tx_on_timer()
- *	has marked it lost).
+ *	has marked it lost): the highest undelivered one, or una if that
+ *	is a READ/atomic (served in PSN order, it holds the others back).
  * @tmo_steps: the probe timeout and the RTO's margin over srtt are
  *	multiplied by this (1 .. @tmo_steps_max): a retransmission sent by
  *	either timer that proves spurious doubles it, MRC_REO_PERSIST timer
@@ -339,6 +340,10 @@ struct mrc_ack_info {
  *	(MRC_TXS_REQ_SEEN set now); they are not in @newly_acked.
  * @una_advanced: tx->una moved forward.
  * @rtt_sample: RTT sample taken (0 when none), at most tx->rtt.rto_max.
+ *	An ACK newly showing a READ/atomic request sent once arrived
+ *	yields one too.
+ * @cc_rtt: RTT for the congestion window (0: none): @rtt_sample, or for
+ *	a response to a request sent once the latest srtt.
  * @stale: the ACK's cumulative PSN was behind tx->una: only its SACK bits
  *	were used (no RTT sample, DUP ignored); the caller should ignore
  *	the rest of it too (credit, ECN, path feedback, OOO).
@@ -353,6 +358,7 @@ struct mrc_ack_result {
 	u32 newly_seen;
 	bool una_advanced;
 	u32 rtt_sample;
+	u32 cc_rtt;
 	bool stale;
 	u32 n_uncharge;
 	u16 uncharge[MRC_ACK_UNCHARGE];

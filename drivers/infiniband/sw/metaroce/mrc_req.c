@@ -885,7 +885,7 @@ static void mrc_req_cc(struct mrc_qp *qp, u32 now,
 			mrc_stat_inc(mdev, MRC_ST_CC_UNDOS);
 		mrc_cc_undo_rto(&qp->cc);
 	}
-	mrc_cc_on_ack(&qp->cc, now, r->newly_acked, r->rtt_sample,
+	mrc_cc_on_ack(&qp->cc, now, r->newly_acked, r->cc_rtt,
 		      qp->tx.rtt.srtt);
 	/* cc off at RTS pinned the window: min == max */
 	if (mrc_cc_ecn && qp->cc.min < qp->cc.max)

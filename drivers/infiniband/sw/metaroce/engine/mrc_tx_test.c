@@ -1361,6 +1361,157 @@ static void mrc_tx_timer_margin_adapts(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 4u);
 }
 
+/* issue 50: a READ/atomic QP times its requests' ACKs, not responses */
+static void mrc_tx_req_rtt(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+	struct mrc_ack_result r;
+
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 0, 4, 10, 0, MRC_TXS_NEED_RESP),
+			0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 20, 0, MRC_TXS_NEED_RESP),
+			0);
+	/* a response before any sample feeds no RTT to the window */
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 0, 300, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.cc_rtt, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 0u);
+	/* the requests' ACK: sample 110 - 10 - 0 */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 110, 4, 10, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 3u);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 100u);
+	KUNIT_EXPECT_EQ(test, r.cc_rtt, 100u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
+	/* responses: the latest srtt, whatever their own timing */
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 1, 900, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.cc_rtt, 100u);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
+
+	/* a resent request's ACK is ambiguous (Karn): no sample */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 1000, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1300, 5, 1000, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 1u);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
+	/* nor does its response feed the window */
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 4, 1400, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.cc_rtt, 0u);
+	/* an ACK showing nothing new yields nothing */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1500, 5, 1400, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+}
+
+/* issue 50: a lost request behind ACKed ones is found by RACK, not the RTO */
+static void mrc_tx_req_rack(struct kunit *test)
+{
+	static const u32 s123[] = { 1, 2, 3 };
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+	struct mrc_ack_result r;
+	u32 d, i, psn;
+
+	for (i = 0; i < 4; i++)		/* atomics 0-3, 10 us apart */
+		KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, i, 1, 10 + 10 * i, (u16)i,
+						  MRC_TXS_NEED_RESP), 0);
+	/* 0 lost: the responder serves in order, 1-3 are only ACKed */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 140, 0, 40, s123, 3, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 3u);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
+	/* a time reference, not a delivery */
+	KUNIT_EXPECT_FALSE(test, r.una_advanced);
+	KUNIT_EXPECT_TRUE(test, tx->rack.valid);
+	KUNIT_EXPECT_EQ(test, tx->rack.psn, 3u);
+	KUNIT_EXPECT_EQ(test, tx->rack.rtt, 100u);
+	/* 0 waits rack_rtt + reo_wnd = 100 + 50 from its send at 10 */
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 140), 0u);
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 160u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 160, 7, 0), MRC_TXT_RETX);
+	KUNIT_EXPECT_EQ(test, tx->rtos, 0u);
+	psn = 0;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, psn, 0u);
+	psn++;
+	KUNIT_EXPECT_FALSE(test, mrc_tx_next_lost(tx, &psn));
+
+	/* a resent request's ACK is no reference (Karn) */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 0, 1, 160, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 170, 4,
+					  MRC_TXS_NEED_RESP), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 400, 4, 160, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->rack.psn, 3u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 400), 0u);
+}
+
+/* issue 50: re-asking for a lost response is no spurious resend */
+static void mrc_tx_req_dup(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_info a = { .dup = true };
+	struct mrc_ack_result r;
+	u32 d;
+
+	mrc_tt_warm(test, tx, 100);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, 1000, 0,
+					  MRC_TXS_NEED_RESP), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1100, 2, 1000, NULL, 0, &r), 0);
+	/* the response is lost: the RTO asks again */
+	tx->tlp_out = true;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, d, 0, 0), 0);
+	/* the responder reports the request as a duplicate */
+	a.cum = tx->nxt;
+	a.dup_psn = 1;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, d + 100, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 0u);
+	KUNIT_EXPECT_EQ(test, tx->spurious_tmos, 0u);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 1u);
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 1, d + 110, &r), 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_outstanding(tx), 0u);
+
+	/* once the response came, a DUP for the resend still counts */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 2, 1, 9000, 0,
+					  MRC_TXS_NEED_RESP), 0);
+	tx->tlp_out = true;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 2, 1, d, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 2, d + 150, &r), 0);
+	a.cum = tx->nxt;
+	a.dup_psn = 2;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, d + 160, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 1u);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 2u);
+}
+
+/* issue 50: requests are served in order, so the probe asks for una */
+static void mrc_tx_req_probe(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_result r;
+	u32 d, i, psn;
+
+	mrc_tt_warm(test, tx, 100);
+	for (i = 1; i <= 4; i++)		/* atomics 1-4 */
+		KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, i, 1, 1000, (u16)i,
+						  MRC_TXS_NEED_RESP), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1100, 5, 1000, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 4u);
+	/* 1's response is lost, the others wait for it: probe at 1200 */
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 1200u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1200, 7, 0), MRC_TXT_PROBE);
+	KUNIT_EXPECT_EQ(test, tx->probe_psn, 1u);
+	psn = 0;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, psn, 1u);
+	psn++;
+	KUNIT_EXPECT_FALSE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, tx->rtos, 0u);
+}
+
 static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_send_rules),
 	KUNIT_CASE(mrc_tx_ack_everything),
@@ -1389,6 +1540,10 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_timer_margin_adapts),
 	KUNIT_CASE(mrc_tx_psn_wrap),
 	KUNIT_CASE(mrc_tx_timestamps),
+	KUNIT_CASE(mrc_tx_req_rtt),
+	KUNIT_CASE(mrc_tx_req_rack),
+	KUNIT_CASE(mrc_tx_req_dup),
+	KUNIT_CASE(mrc_tx_req_probe),
 	{}
 };
 
