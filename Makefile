@@ -8,6 +8,7 @@
 #                   and on PREEMPT_RT, kernel reports counted (not in check)
 #   make demo       boot the test bed and show RDMA across a lossy link
 #   make bench      metaroce vs rxe benchmarks in the test bed (not in check)
+#   make fuzz       libFuzzer harnesses of the engine, 20 s each (in check)
 #   make install    install the module (and point ld.so at the provider)
 #
 # KDIR: kernel build tree.  Default: the running kernel's, if it exists,
@@ -26,7 +27,7 @@ export METAROCE_CACHE
 
 KBUILD_ARGS := -C $(KDIR) M=$(MOD_DIR) CONFIG_RDMA_METAROCE=m
 
-.PHONY: all module provider deps check check-debug kunit vmtest lint demo bench install clean
+.PHONY: all module provider deps check check-debug kunit fuzz vmtest lint demo bench install clean
 
 all: module provider
 
@@ -37,7 +38,7 @@ provider:
 	scripts/build-rdma-core
 
 deps:
-	scripts/deps base vm rdma-core kunit mpi
+	scripts/deps base vm rdma-core kunit fuzz mpi
 
 # make check: every stage runs, the summary counts them all
 check:
@@ -49,6 +50,10 @@ check-debug:
 
 kunit:
 	scripts/kunit
+
+# METAROCE_FUZZ_SECONDS per target; scripts/fuzz --long for 10 minutes each
+fuzz:
+	scripts/fuzz
 
 vmtest: module provider
 	$(MAKE) -C tests/tools

@@ -67,7 +67,8 @@ struct mrc_rtt {
 };
 
 void mrc_rtt_init(struct mrc_rtt *r, u32 rto_init, u32 rto_min, u32 rto_max);
-void mrc_rtt_sample(struct mrc_rtt *r, u32 sample_us);
+/* feed a sample, clamped to [1, rto_max]; Return: the sample as used */
+u32 mrc_rtt_sample(struct mrc_rtt *r, u32 sample_us);
 /* new upper clamp (not below rto_min); the base RTO is clamped to it */
 void mrc_rtt_set_max(struct mrc_rtt *r, u32 rto_max);
 /* current timeout including backoff, clamped to rto_max */
@@ -83,6 +84,12 @@ u32 mrc_rtt_rto(const struct mrc_rtt *r);
 #define MRC_REO_PERSIST		16	/* recoveries without a spurious retx */
 #define MRC_TMO_STEPS_MAX	8	/* timer margins grow up to this factor, power of 2 */
 #define MRC_TLP_MIN_US		1000	/* floor of the tail-loss probe timeout */
+/*
+ * An ACK's cumulative PSN may lag una by at most this many PSNs (the
+ * largest send window, MRC_TX_SLOTS in the driver): RFC 5961 style, an
+ * older or forged one is refused.
+ */
+#define MRC_ACK_LAG_MAX		1024
 
 /* ---- sender scoreboard ---- */
 
@@ -94,6 +101,7 @@ u32 mrc_rtt_rto(const struct mrc_rtt *r);
 #define MRC_TXS_RACK		0x10	/* the latest loss mark came from RACK */
 #define MRC_TXS_CHARGED		0x20	/* the copy before was charged to its path */
 #define MRC_TXS_TIMER		0x40	/* the latest loss mark came from the RTO or a probe */
+#define MRC_TXS_DUP		0x80	/* a DUP report named the latest resend */
 
 /**
  * struct mrc_tx_slot - per-PSN sender state.
@@ -200,7 +208,8 @@ struct mrc_tx_path {
  * @tlp_off: send no tail-loss probe (set by the caller: the peer's
  *	grant of one packet means it may hold ACKs, mrc_credit_hold()).
  * @probe_psn: the PSN to resend after MRC_TXT_PROBE (mrc_tx_on_timer()
- *	has marked it lost).
+ *	has marked it lost): the highest undelivered one, or una if that
+ *	is a READ/atomic (served in PSN order, it holds the others back).
  * @tmo_steps: the probe timeout and the RTO's margin over srtt are
  *	multiplied by this (1 .. @tmo_steps_max): a retransmission sent by
  *	either timer that proves spurious doubles it, MRC_REO_PERSIST timer
@@ -307,8 +316,9 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
  * @ts_valid: @ts_echo can be used.
  * @dup: the receiver got a duplicate (a retransmission was not needed,
  *	or the network duplicated a packet).
- * @dup_psn: with @dup, the duplicate's (first) PSN; 0 from a peer that
- *	does not say.
+ * @dup_psn: with @dup, the duplicate's (first) PSN.  @dup counts only
+ *	if this PSN was resent, is among the last nslots sent and its
+ *	latest resend was not reported before.
  */
 struct mrc_ack_info {
 	u32 cum;
@@ -326,9 +336,17 @@ struct mrc_ack_info {
 /**
  * struct mrc_ack_result - what an ACK or response changed.
  * @newly_acked: PSNs newly delivered.
+ * @newly_seen: READ/atomic PSNs the ACK newly showed to have arrived
+ *	(MRC_TXS_REQ_SEEN set now); they are not in @newly_acked.
  * @una_advanced: tx->una moved forward.
- * @rtt_sample: RTT sample taken (0 when none).
- * @stale: the ACK's cumulative PSN was behind tx->una (SACK bits still used).
+ * @rtt_sample: RTT sample taken (0 when none), at most tx->rtt.rto_max.
+ *	An ACK newly showing a READ/atomic request sent once arrived
+ *	yields one too.
+ * @cc_rtt: RTT for the congestion window (0: none): @rtt_sample, or for
+ *	a response to a request sent once the latest srtt.
+ * @stale: the ACK's cumulative PSN was behind tx->una: only its SACK bits
+ *	were used (no RTT sample, DUP ignored); the caller should ignore
+ *	the rest of it too (credit, ECN, path feedback, OOO).
  * @n_uncharge: entries of @uncharge used.
  * @uncharge: entropies of RACK losses that proved spurious (an earlier
  *	copy arrived), to be taken back with mrc_path_on_loss_undo(); at
@@ -337,8 +355,10 @@ struct mrc_ack_info {
  */
 struct mrc_ack_result {
 	u32 newly_acked;
+	u32 newly_seen;
 	bool una_advanced;
 	u32 rtt_sample;
+	u32 cc_rtt;
 	bool stale;
 	u32 n_uncharge;
 	u16 uncharge[MRC_ACK_UNCHARGE];
@@ -353,8 +373,8 @@ struct mrc_ack_result {
  *
  * NEED_RESP slots covered by the ACK only get MRC_TXS_REQ_SEEN: they are
  * delivered by mrc_tx_resp().  Progress resets tx->timeouts and the RTO
- * backoff.  Return: 0, or -EINVAL if @a->cum is beyond tx->nxt (nothing
- * changed).
+ * backoff.  Return: 0, or -EINVAL if @a->cum is beyond tx->nxt or more
+ * than MRC_ACK_LAG_MAX PSNs behind tx->una (nothing changed).
  */
 int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 	       struct mrc_ack_result *r);
@@ -482,6 +502,20 @@ void mrc_rx_init(struct mrc_rx *rx, u64 *map, u32 nbits, u32 epsn);
  */
 enum mrc_rx_verdict mrc_rx_accept(struct mrc_rx *rx, u32 psn, u32 n);
 
+/**
+ * mrc_rx_classify() - what a request for [@psn, @psn + @n) is, unchanged.
+ * @rx: the receiver's PSN space.
+ * @psn: first PSN of the request.
+ * @n: PSNs it covers.
+ *
+ * Return: MRC_RX_BEYOND if @n is 0 or above @rx->nbits, if the range ends
+ * past the window, or if it starts more than @rx->nbits PSNs before nxt
+ * (older than anything a requester may resend); MRC_RX_DUP if every PSN
+ * was received; else MRC_RX_NEW, for which mrc_rx_accept() of the same
+ * range never returns MRC_RX_BEYOND.
+ */
+enum mrc_rx_verdict mrc_rx_classify(const struct mrc_rx *rx, u32 psn, u32 n);
+
 /* true if @psn was received (before nxt, or marked in the window) */
 bool mrc_rx_has(const struct mrc_rx *rx, u32 psn);
 
@@ -499,10 +533,12 @@ u32 mrc_rx_sack(const struct mrc_rx *rx, u64 *words, u32 max);
 /* ---- write-after-write order of out-of-order placement ---- */
 
 /**
- * struct mrc_wlog_ent - what one received PSN wrote.
- * @va: first byte written (the packet's target address).
- * @rkey: the key it was written through.
- * @len: bytes written; 0 for a PSN that wrote no WRITE target.
+ * struct mrc_wlog_ent - what one received PSN wrote, or asked to read.
+ * @va: first byte written (the packet's target address); for a READ PSN,
+ *	the first byte of its response segment.
+ * @rkey: the key it was written (or is read) through.
+ * @len: bytes written; 0 for a PSN that wrote no WRITE target; for a READ
+ *	PSN, MRC_WLOG_READ plus the bytes of its response segment.
  */
 struct mrc_wlog_ent {
 	u64 va;
@@ -528,6 +564,8 @@ struct mrc_wlog {
 	u32 high;
 };
 
+#define MRC_WLOG_READ	0x80000000u	/* mrc_wlog_ent.len: a READ PSN */
+
 /**
  * struct mrc_piece - part of a packet's payload: [@off, @off + @len).
  * @off: offset in the payload.
@@ -550,6 +588,44 @@ void mrc_wlog_init(struct mrc_wlog *w, struct mrc_wlog_ent *ents, u32 n,
  * @len: bytes it wrote to a WRITE target, 0 for any other packet.
  */
 void mrc_wlog_record(struct mrc_wlog *w, u32 psn, u64 va, u32 rkey, u32 len);
+
+/**
+ * mrc_wlog_record_read() - note the segments a newly received READ_REQ
+ * asks for, one per PSN not received before.
+ * @w: the log.
+ * @rx: the receiver's PSN space, before the request is accepted: PSNs
+ *	already received keep their record (a WRITE's, or the same READ's).
+ * @psn: the request's first PSN.
+ * @n: PSNs it covers (mrc_seg_count(@len, @shift)).
+ * @va: address of its first byte.
+ * @rkey: its key.
+ * @len: its message length.
+ * @shift: log2 of its segment size.
+ */
+void mrc_wlog_record_read(struct mrc_wlog *w, const struct mrc_rx *rx,
+			  u32 psn, u32 n, u64 va, u32 rkey, u32 len, u8 shift);
+
+/**
+ * mrc_wlog_read_match() - whether a READ_REQ for PSNs already received
+ * asks again for what those PSNs first asked for.
+ * @w: the log.
+ * @rx: the receiver's PSN space.
+ * @psn: the request's first PSN.
+ * @n: how many of its PSNs to check, from @psn on.
+ * @va: address of its first byte.
+ * @rkey: its key.
+ * @len: its message length.
+ * @shift: log2 of its segment size.
+ *
+ * A PSN before rx->nxt still has its record while no PSN @w->n above it
+ * has arrived, which a requester keeping at most @w->n PSNs outstanding
+ * never sends before the resend.
+ *
+ * Return: true if each of the @n PSNs was received as a READ PSN with
+ * this key, this segment address and this segment length.
+ */
+bool mrc_wlog_read_match(const struct mrc_wlog *w, const struct mrc_rx *rx,
+			 u32 psn, u32 n, u64 va, u32 rkey, u32 len, u8 shift);
 
 /**
  * mrc_wlog_pieces() - the parts of a new WRITE packet that it may write.

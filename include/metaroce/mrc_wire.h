@@ -161,6 +161,7 @@ enum mrc_syndrome {
 #define MRC_PMTU_IB_SHIFT	12	/* 4096 bytes, the largest IB path MTU */
 #define MRC_PMTU_MAX_SHIFT	13	/* 8192 bytes, jumbo segments */
 #define MRC_MAX_MSG_LEN		0x80000000u	/* 2 GiB */
+#define MRC_READ_CHUNK		256	/* most PSNs one READ_REQ may ask for */
 
 /**
  * struct mrc_pkt - a decoded header (host order).
@@ -268,6 +269,8 @@ struct mrc_pkt {
  * @MRC_DROP_OUT_OF_WINDOW: PSN beyond the receive window.
  * @MRC_DROP_BAD_ACK: ACK for PSNs never sent.
  * @MRC_DROP_NO_RESOURCE: a resource ran out (response queue).
+ * @MRC_DROP_BAD_DUP: a duplicate READ_REQ that asks for other than what
+ *	the same PSNs asked for when they first arrived.
  * @MRC_DROP_NR: number of reasons.
  */
 enum mrc_drop {
@@ -287,6 +290,7 @@ enum mrc_drop {
 	MRC_DROP_OUT_OF_WINDOW,	/* PSN beyond the receive window */
 	MRC_DROP_BAD_ACK,	/* ACK for PSNs never sent */
 	MRC_DROP_NO_RESOURCE,	/* resource exhausted (response queue) */
+	MRC_DROP_BAD_DUP,	/* duplicate READ_REQ unlike the original */
 	MRC_DROP_NR
 };
 

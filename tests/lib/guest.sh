@@ -1037,12 +1037,20 @@ _incast_rxe_unroute() {
 # --- cleanup -------------------------------------------------------------------
 # Remove every namespace, rdma link, and the rxe wiring (between tests).
 topo_cleanup() {
-	local w l
+	local w l p pids=() end=$((SECONDS + 60))
 	_LINK_SHAPE=()
 	while read -r w l _; do
 		[ "$w" = link ] || continue
-		rdma link delete "${l%%/*}" >/dev/null 2>&1
+		rdma link delete "${l%%/*}" >/dev/null 2>&1 &
+		pids+=("$!")
 	done < <(rdma link show 2>/dev/null)
+	# a device stuck in removal (a driver bug) must not hang the run:
+	# bounded, and never `wait` (a task in D state cannot be killed)
+	for p in "${pids[@]}"; do
+		while kill -0 "$p" 2>/dev/null && [ "$SECONDS" -lt "$end" ]; do
+			bsleep 0.2
+		done
+	done
 	_rxe_unroute
 	{
 		echo "link del $RXE_A_DEV"

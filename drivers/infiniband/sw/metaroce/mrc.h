@@ -36,6 +36,9 @@
 #define MRC_MAX_SRQ_WR		16384
 #define MRC_MAX_RD_ATOM		16
 #define MRC_MAX_MR_SIZE		BIT_ULL(40)
+#define MRC_QPN_MIN		16	/* below: QP 0, 1 and reserved */
+#define MRC_QPN_MAX		0xffffff
+#define MRC_MR_IDX_MAX		0xffffff	/* memory key >> 8 */
 #define MRC_VENDOR_ID		0xffffff
 #define MRC_VENDOR_PART		0x4d52
 #define MRC_GID_TBL_LEN		64
@@ -46,7 +49,6 @@
 #define MRC_WLOG_PIECES		16	/* a late WRITE packet cut into at most */
 #define MRC_RESP_CACHE		16	/* atomic responses kept for replays */
 #define MRC_RD_QUEUE		64	/* READ/atomic requests waiting or being served */
-#define MRC_READ_CHUNK		256	/* most PSNs one READ request packet asks for */
 #define MRC_SRQ_CLAIM		64	/* SRQ WQEs one QP may hold ahead */
 #define MRC_TX_BUDGET		64	/* packets per send-engine run */
 #define MRC_FAILOVER_US		100000	/* silence before a single path is replaced */
@@ -93,6 +95,7 @@ enum mrc_stat {
 	MRC_ST_RX_BYTES,
 	MRC_ST_TX_ACKS,
 	MRC_ST_RX_ACKS,
+	MRC_ST_STALE_ACKS,
 	MRC_ST_RETX_PKTS,
 	MRC_ST_RETX_RACK,
 	MRC_ST_TLP,
@@ -153,11 +156,8 @@ struct mrc_dev {
 	struct mrc_net_socks *socks;	/* UDP sockets of ndev's netns */
 	u64 guid;
 	struct xarray qpn_xa;		/* QPN -> struct mrc_qp */
-	u32 next_qpn;
 	struct xarray mr_xa;		/* key index -> struct mrc_mr */
-	u32 next_mr;
-	u8 next_key;
-	spinlock_t key_lock;		/* next_key and the other counters */
+	spinlock_t key_lock;		/* the counters below */
 	struct xarray srq_xa;
 	u32 next_srq;
 	u32 next_pdn;
@@ -281,6 +281,7 @@ struct mrc_cq {
 	u8 notify;			/* IB_CQ_SOLICITED / IB_CQ_NEXT_COMP armed */
 	bool is_user;
 	bool overflow;
+	struct work_struct comp_work;	/* a kernel CQ's comp_handler */
 };
 
 static inline struct mrc_cq *to_mcq(struct ib_cq *cq)
@@ -305,6 +306,7 @@ struct mrc_mr {
 	struct mrc_region region;
 	refcount_t ref;
 	struct completion done;
+	struct rcu_head rcu;		/* lookups may still read a dead MR */
 };
 
 static inline struct mrc_mr *to_mmr(struct ib_mr *mr)
@@ -463,8 +465,7 @@ struct mrc_qp {
 	u32 spurious;			/* tx.spurious already counted */
 	bool sqd_notify;		/* SQD: raise IB_EVENT_SQ_DRAINED */
 	bool sqd_drained;		/* SQD: nothing left in flight */
-	u32 gbn_psn;			/* last go-back point (ordered) */
-	u32 gbn_ts;
+	u32 gbn_ts;			/* last go-back (ordered) */
 	bool gbn_valid;
 	struct mrc_tx_slot *tx_slots;
 	u32 smsn;			/* next receive MSN to use for SEND/WRITE_IMM */
@@ -519,6 +520,7 @@ struct mrc_qp {
 	refcount_t ref;			/* packet and timer users */
 	struct completion done;
 	struct work_struct send_work;
+	struct work_struct rq_flush_work;	/* post_recv in ERR, IRQs off */
 	struct sk_buff_head txq;	/* built packets waiting to go out */
 	unsigned long txq_busy;	/* bit 0: a CPU is sending txq */
 	struct sk_buff_head ackq;	/* built ACKs and NAKs */
@@ -529,6 +531,12 @@ struct mrc_qp {
 static inline struct mrc_qp *to_mqp(struct ib_qp *qp)
 {
 	return container_of(qp, struct mrc_qp, ibqp);
+}
+
+/* receive WQEs' lkeys belong to the SRQ's PD with an SRQ, else the QP's */
+static inline struct mrc_pd *mrc_recv_pd(const struct mrc_qp *qp)
+{
+	return qp->srq ? qp->srq->pd : qp->pd;
 }
 
 static inline struct mrc_dev *qp_dev(struct mrc_qp *qp)
@@ -558,6 +566,7 @@ u32 mrc_qp_dgram_max(const struct mrc_qp *qp);
 int mrc_ring_alloc(struct mrc_dev *mdev, struct mrc_ring *r, u32 depth,
 		   u32 stride, struct ib_udata *udata);
 void mrc_ring_free(struct mrc_ring *r);
+void mrc_ring_detach(struct mrc_ring *r, struct mrc_ring *out);
 u64 mrc_ring_mmap_offset(struct mrc_ring *r);
 int mrc_mmap(struct ib_ucontext *ctx, struct vm_area_struct *vma);
 void mrc_mmap_free(struct rdma_user_mmap_entry *entry);
@@ -602,6 +611,7 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		  struct ib_udata *udata);
 int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		  struct ib_udata *udata);
+bool mrc_live_seq_visible(struct ib_qp *ibqp);
 int mrc_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		 struct ib_qp_init_attr *init);
 int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
@@ -643,6 +653,7 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 enum hrtimer_restart mrc_ack_timer_fn(struct hrtimer *t);
 bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget, u32 now);
 bool mrc_resp_pending(const struct mrc_qp *qp);
+void mrc_rd_flush(struct mrc_qp *qp);
 void mrc_send_ack(struct mrc_qp *qp, u8 syndrome, u32 nak_psn);
 void mrc_resp_ack_release(struct mrc_qp *qp);
 void mrc_resp_unhold(struct mrc_qp *qp);

@@ -27,6 +27,18 @@ static int mrc_cq_resp(struct mrc_cq *cq, struct ib_udata *udata)
 	return ib_copy_to_udata(udata, &resp, sizeof(resp));
 }
 
+/*
+ * Completions are posted with the QP's lock held.  A kernel consumer's
+ * handler may post to that QP at once (legacy ULPs do), so it runs from
+ * here instead; a user CQ's handler (uverbs) only queues an event.
+ */
+static void mrc_cq_comp_work(struct work_struct *work)
+{
+	struct mrc_cq *cq = container_of(work, struct mrc_cq, comp_work);
+
+	cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+}
+
 int mrc_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		  struct ib_udata *udata)
 {
@@ -45,6 +57,7 @@ int mrc_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		goto err_count;
 	}
 	spin_lock_init(&cq->lock);
+	INIT_WORK(&cq->comp_work, mrc_cq_comp_work);
 	cq->is_user = !!udata;
 	err = mrc_ring_alloc(mdev, &cq->ring, depth, sizeof(struct metaroce_cqe),
 			     udata);
@@ -71,11 +84,16 @@ err_count:
 int mrc_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct mrc_cq *cq = to_mcq(ibcq);
+	struct mrc_ring ring;
 	unsigned long flags;
 
+	/* no QP is left to post, so no handler gets queued again */
+	cancel_work_sync(&cq->comp_work);
+	/* restrack may still read the header: it checks under cq->lock */
 	spin_lock_irqsave(&cq->lock, flags);
-	mrc_ring_free(&cq->ring);
+	mrc_ring_detach(&cq->ring, &ring);
 	spin_unlock_irqrestore(&cq->lock, flags);
+	mrc_ring_free(&ring);
 	atomic_dec(&to_mdev(ibcq->device)->n_cq);
 	return 0;
 }
@@ -190,8 +208,12 @@ int mrc_cq_post(struct mrc_cq *cq, const struct metaroce_cqe *cqe,
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 
-	if (fire && ibcq->comp_handler)
-		ibcq->comp_handler(ibcq, ibcq->cq_context);
+	if (fire && ibcq->comp_handler) {
+		if (cq->is_user)
+			ibcq->comp_handler(ibcq, ibcq->cq_context);
+		else
+			queue_work(mrc_wq, &cq->comp_work);
+	}
 	return 0;
 }
 

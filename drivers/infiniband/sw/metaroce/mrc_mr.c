@@ -32,7 +32,7 @@ static struct mrc_mr *mrc_mr_new(struct ib_pd *ibpd, int access)
 		atomic_dec(&mdev->n_mr);
 		return ERR_PTR(-ENOMEM);
 	}
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
 	if (!mr) {
 		atomic_dec(&mdev->n_mr);
 		return ERR_PTR(-ENOMEM);
@@ -45,24 +45,29 @@ static struct mrc_mr *mrc_mr_new(struct ib_pd *ibpd, int access)
 	return mr;
 }
 
-/* publish the MR under a fresh key; keys are never 0 */
+/*
+ * Publish the MR under a fresh key, (index << 8) | key.  A key is what a
+ * peer needs to reach the MR, so both parts are random: the first free
+ * index at or after a random one, and a random 8-bit key.  Lookup stays
+ * one xa_load() of the index; the index is never 0, nor is the key.
+ */
 static int mrc_mr_publish(struct mrc_mr *mr)
 {
 	struct mrc_dev *mdev = mr->mdev;
+	u32 rnd = get_random_u32();
+	u32 next = rnd & MRC_MR_IDX_MAX;
 	u32 idx, key;
 	int err;
 
 	err = xa_alloc_cyclic(&mdev->mr_xa, &idx, NULL,
-			      XA_LIMIT(1, 0xffffff), &mdev->next_mr,
-			      GFP_KERNEL);
+			      XA_LIMIT(1, MRC_MR_IDX_MAX), &next,
+			      GFP_KERNEL_ACCOUNT);
 	if (err < 0)
 		return err;
-	spin_lock(&mdev->key_lock);
-	key = (idx << 8) | mdev->next_key++;
-	spin_unlock(&mdev->key_lock);
+	key = (idx << 8) | (rnd >> 24);
 	mr->ibmr.lkey = key;
 	mr->ibmr.rkey = key;
-	xa_store(&mdev->mr_xa, idx, mr, GFP_KERNEL);
+	xa_store(&mdev->mr_xa, idx, mr, GFP_KERNEL_ACCOUNT);
 	return 0;
 }
 
@@ -72,14 +77,24 @@ static void mrc_mr_release(struct mrc_mr *mr)
 		ib_umem_release(mr->umem);
 	kvfree(mr->pages);
 	atomic_dec(&mr->mdev->n_mr);
-	kfree(mr);
+	/* mrc_mr_get() may have loaded the pointer just before xa_erase */
+	kfree_rcu(mr, rcu);
 }
 
 struct ib_mr *mrc_get_dma_mr(struct ib_pd *ibpd, int access)
 {
-	struct mrc_mr *mr = mrc_mr_new(ibpd, access);
+	struct mrc_mr *mr;
 	int err;
 
+	/*
+	 * It spans all kernel memory: a remote right would hand the peer
+	 * every kernel address.  Refusing makes the core refuse
+	 * IB_PD_UNSAFE_GLOBAL_RKEY as well.
+	 */
+	if (access & (IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE |
+		      IB_ACCESS_REMOTE_ATOMIC))
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = mrc_mr_new(ibpd, access);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
 	mr->type = MRC_MR_DMA;
@@ -117,7 +132,8 @@ struct ib_mr *mrc_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	}
 	mr->page_off = start & ~PAGE_MASK;
 	mr->npages = ib_umem_num_pages(mr->umem);
-	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages),
+			     GFP_KERNEL_ACCOUNT);
 	if (!mr->pages) {
 		err = -ENOMEM;
 		goto err;
@@ -170,9 +186,14 @@ struct mrc_mr *mrc_mr_get(struct mrc_dev *mdev, u32 key)
 
 	rcu_read_lock();
 	mr = xa_load(&mdev->mr_xa, key >> 8);
-	if (mr && (mr->ibmr.lkey != key || !refcount_inc_not_zero(&mr->ref)))
+	if (mr && !refcount_inc_not_zero(&mr->ref))
 		mr = NULL;
 	rcu_read_unlock();
+	/* the key is read only while the reference keeps the MR alive */
+	if (mr && mr->ibmr.lkey != key) {
+		mrc_mr_put(mr);
+		mr = NULL;
+	}
 	return mr;
 }
 

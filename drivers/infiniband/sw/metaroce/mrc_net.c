@@ -83,6 +83,24 @@ static void mrc_socks_close(struct mrc_net_socks *s)
 	mrc_sock_release(&s->sock6);
 }
 
+/*
+ * Without IPv6 in the kernel only IPv4 GIDs exist.  With it, failing to
+ * bind (say, another socket holds [::]:port) fails the device: half bound,
+ * that socket would receive and could answer all metaroce IPv6 traffic.
+ */
+static int mrc_sock6_open(struct net *net, struct mrc_net_socks *s)
+{
+	struct socket *sock;
+
+	if (!IS_ENABLED(CONFIG_IPV6) || !ipv6_mod_enabled())
+		return 0;
+	sock = mrc_sock_open(net, true);
+	if (IS_ERR(sock))
+		return PTR_ERR(sock);
+	rcu_assign_pointer(s->sock6, sock);
+	return 0;
+}
+
 int mrc_net_attach(struct mrc_dev *mdev)
 {
 	struct net *net = dev_net(mdev->ndev);
@@ -113,11 +131,14 @@ int mrc_net_attach(struct mrc_dev *mdev)
 			goto out;
 		}
 		rcu_assign_pointer(s->sock4, sock);
-		/* IPv6 is optional: without it only IPv4 GIDs carry traffic */
-		if (IS_ENABLED(CONFIG_IPV6)) {
-			sock = mrc_sock_open(net, true);
-			if (!IS_ERR(sock))
-				rcu_assign_pointer(s->sock6, sock);
+		err = mrc_sock6_open(net, s);
+		if (err) {
+			mrc_sock_release(&s->sock4);
+			if (!s->users) {
+				pn->socks = NULL;
+				kfree(s);
+			}
+			goto out;
 		}
 	}
 	s->users++;

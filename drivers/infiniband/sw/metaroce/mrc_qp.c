@@ -3,7 +3,9 @@
  * metaroce: queue pairs and shared receive queues: creation, the IB state
  * machine, posting work requests, flushing.
  */
+#include <linux/capability.h>
 #include <linux/random.h>
+#include <linux/sched/signal.h>
 #include <linux/vmalloc.h>
 #include <net/ipv6.h>
 #include <rdma/ib_addr.h>
@@ -78,10 +80,33 @@ static int mrc_qp_sizes(struct mrc_qp *qp, struct ib_qp_init_attr *init)
 	return 0;
 }
 
+/* no new lookups of @qp, and no lookup or packet still using it */
+static void mrc_qp_unpublish(struct mrc_qp *qp, u32 qpn)
+{
+	xa_erase_irq(&qp->mdev->qpn_xa, qpn);
+	/*
+	 * The core frees the QP when destroy returns, with no grace period:
+	 * a lookup that loaded the pointer before the erase must be done
+	 * with it first.  This costs destroy a grace period; a locked
+	 * lookup would cost every received packet a device-wide lock.
+	 */
+	synchronize_rcu();
+	/* wait for packets in the receive path to let go */
+	mrc_qp_put(qp);
+	wait_for_completion(&qp->done);
+}
+
 static void mrc_qp_free_bufs(struct mrc_qp *qp)
 {
-	mrc_ring_free(&qp->sq);
-	mrc_ring_free(&qp->rq);
+	struct mrc_ring sq, rq;
+
+	/* restrack may read the ring headers until the core's restrack_del */
+	spin_lock_bh(&qp->lock);
+	mrc_ring_detach(&qp->sq, &sq);
+	mrc_ring_detach(&qp->rq, &rq);
+	spin_unlock_bh(&qp->lock);
+	mrc_ring_free(&sq);
+	mrc_ring_free(&rq);
 	kvfree(qp->swqe);
 	kvfree(qp->sq_shadow);
 	kvfree(qp->tx_slots);
@@ -97,6 +122,28 @@ static void mrc_qp_free_bufs(struct mrc_qp *qp)
 	qp->rx_map = NULL;
 	qp->wlog_ents = NULL;
 	qp->rmsg = NULL;
+}
+
+static void mrc_rq_flush_work(struct work_struct *work)
+{
+	mrc_flush_rq(container_of(work, struct mrc_qp, rq_flush_work));
+}
+
+/*
+ * An RC packet is let in on its source address and QPNs alone (see
+ * metaroce-protocol.rst, source checks): take the first free number at or
+ * after a random one, so that a QPN says nothing about the next.  Still
+ * one xarray walk, and it finds a free number whenever there is one.
+ */
+static int mrc_qpn_alloc(struct mrc_dev *mdev, struct mrc_qp *qp, u32 *qpn)
+{
+	u32 next = get_random_u32() & MRC_QPN_MAX;
+	int err;
+
+	err = xa_alloc_cyclic_irq(&mdev->qpn_xa, qpn, qp,
+				  XA_LIMIT(MRC_QPN_MIN, MRC_QPN_MAX), &next,
+				  GFP_KERNEL_ACCOUNT);
+	return err < 0 ? err : 0;
 }
 
 int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -136,6 +183,7 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	skb_queue_head_init(&qp->txq);
 	skb_queue_head_init(&qp->ackq);
 	INIT_WORK(&qp->send_work, mrc_send_work);
+	INIT_WORK(&qp->rq_flush_work, mrc_rq_flush_work);
 	hrtimer_init(&qp->tx_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	qp->tx_timer.function = mrc_tx_timer_fn;
 	hrtimer_init(&qp->ack_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
@@ -165,39 +213,40 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			goto err_bufs;
 	}
 	err = -ENOMEM;
-	qp->swqe = kvcalloc(qp->sq.depth, sizeof(*qp->swqe), GFP_KERNEL);
+	/* all charged to the caller's memcg: a user sizes them */
+	qp->swqe = kvcalloc(qp->sq.depth, sizeof(*qp->swqe),
+			    GFP_KERNEL_ACCOUNT);
 	qp->sq_shadow = kvmalloc_array(qp->sq.depth, qp->sq.stride,
-				       GFP_KERNEL);
+				       GFP_KERNEL_ACCOUNT);
 	qp->tx_slots = kvcalloc(MRC_TX_SLOTS, sizeof(*qp->tx_slots),
-				GFP_KERNEL);
-	qp->rx_map = kcalloc(MRC_RX_BITS / 64, sizeof(u64), GFP_KERNEL);
+				GFP_KERNEL_ACCOUNT);
+	qp->rx_map = kcalloc(MRC_RX_BITS / 64, sizeof(u64),
+			     GFP_KERNEL_ACCOUNT);
 	if (init->qp_type == IB_QPT_RC)
 		qp->wlog_ents = kvcalloc(MRC_RX_BITS, sizeof(*qp->wlog_ents),
-					 GFP_KERNEL);
-	qp->rmsg = kvcalloc(qp->rmsg_n, sizeof(*qp->rmsg), GFP_KERNEL);
+					 GFP_KERNEL_ACCOUNT);
+	qp->rmsg = kvcalloc(qp->rmsg_n, sizeof(*qp->rmsg), GFP_KERNEL_ACCOUNT);
 	qp->ordered = mdev->ordered;
 	nent = qp->ordered ? 1 : mdev->entropies;
-	qp->path_ents = kcalloc(nent, sizeof(*qp->path_ents), GFP_KERNEL);
+	qp->path_ents = kcalloc(nent, sizeof(*qp->path_ents),
+				GFP_KERNEL_ACCOUNT);
 	if (!qp->swqe || !qp->sq_shadow || !qp->tx_slots || !qp->rx_map ||
 	    !qp->rmsg || !qp->path_ents ||
 	    (init->qp_type == IB_QPT_RC && !qp->wlog_ents))
 		goto err_bufs;
 	/* an RC QP sends to one peer: one route lookup, not one per packet */
 	if (init->qp_type == IB_QPT_RC &&
-	    dst_cache_init(&qp->dst_cache, GFP_KERNEL))
+	    dst_cache_init(&qp->dst_cache, GFP_KERNEL_ACCOUNT))
 		goto err_bufs;
 	mrc_path_init(&qp->path, qp->path_ents, nent, get_random_u32(),
 		      mrc_path_aware);
 
 	if (init->qp_type == IB_QPT_GSI) {
 		qpn = 1;
-		err = xa_insert_irq(&mdev->qpn_xa, qpn, qp, GFP_KERNEL);
+		err = xa_insert_irq(&mdev->qpn_xa, qpn, qp,
+				    GFP_KERNEL_ACCOUNT);
 	} else {
-		err = xa_alloc_cyclic_irq(&mdev->qpn_xa, &qpn, qp,
-					  XA_LIMIT(16, 0xffffff),
-					  &mdev->next_qpn, GFP_KERNEL);
-		if (err > 0)
-			err = 0;
+		err = mrc_qpn_alloc(mdev, qp, &qpn);
 	}
 	if (err)
 		goto err_bufs;
@@ -221,7 +270,7 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	return 0;
 
 err_xa:
-	xa_erase_irq(&mdev->qpn_xa, qpn);
+	mrc_qp_unpublish(qp, qpn);
 err_bufs:
 	mrc_qp_free_bufs(qp);
 err_count:
@@ -264,18 +313,45 @@ static int mrc_qp_set_av(struct mrc_qp *qp, struct rdma_ah_attr *ah)
 	return 0;
 }
 
+/*
+ * SRQ WQEs this QP took for messages that never completed (say RTS ->
+ * RESET): the SRQ cannot take them back, so flush them instead of losing
+ * the buffers.  From ERR, mrc_flush_rq() already did.
+ */
+static void mrc_qp_flush_srq_held(struct mrc_qp *qp)
+{
+	struct metaroce_cqe c = {
+		.qp_num = qp->ibqp.qp_num,
+		.status = IB_WC_WR_FLUSH_ERR,
+		.opcode = METAROCE_WC_RECV,
+	};
+	u32 i;
+
+	if (!qp->srq)
+		return;
+	for (i = 0; i < qp->rmsg_n; i++) {
+		const struct mrc_rmsg *m = &qp->rmsg[(qp->rmsn_base + i) &
+						     (qp->rmsg_n - 1)];
+
+		if (!m->have_wqe)
+			continue;
+		c.wr_id = m->wqe.wr_id;
+		mrc_cq_post(qp->rcq, &c, false);
+	}
+}
+
 /* state reset: queues emptied, engines idle */
 static void mrc_qp_reset(struct mrc_qp *qp)
 {
+	mrc_qp_flush_srq_held(qp);
 	qp->sq_cons = 0;
 	qp->sq_next = 0;
 	qp->rq_cons = 0;
 	qp->rmsn_base = 0;
 	qp->smsn = 0;
 	qp->rd_outstanding = 0;
+	mrc_rd_flush(qp);
 	memset(qp->rd, 0, sizeof(qp->rd));
-	qp->rd_res = 0;
-	qp->rd_viol = false;
 	qp->resp_fail = false;
 	qp->nak_pending = false;
 	qp->err_pending = false;
@@ -301,6 +377,18 @@ static void mrc_qp_reset(struct mrc_qp *qp)
 			WRITE_ONCE(qp->rq.hdr->cons, qp->rq_cons);
 		}
 	}
+}
+
+/* IBTA field widths: larger values cannot go on the wire (RNR NAK) */
+static bool mrc_qp_attr_ranges_ok(const struct ib_qp_attr *attr, int mask)
+{
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return false;
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+		return false;
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return false;
+	return !((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7);
 }
 
 int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
@@ -344,6 +432,10 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	}
 	if ((mask & IB_QP_PATH_MTU) &&
 	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096)) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (!mrc_qp_attr_ranges_ok(attr, mask)) {
 		err = -EINVAL;
 		goto out;
 	}
@@ -469,10 +561,33 @@ out:
 	return err;
 }
 
+/**
+ * mrc_live_seq_visible() - may the caller see the QP's live PSNs and MSNs?
+ * @ibqp: QP.
+ *
+ * They are what a forged RC packet needs, and RDMA netlink shows every QP
+ * (through query_qp and the restrack callback) to any user, so they are
+ * kept to the QP's own process and to CAP_NET_ADMIN, as nldev does for
+ * memory keys.
+ *
+ * Return: true if the current task may see them.
+ */
+bool mrc_live_seq_visible(struct ib_qp *ibqp)
+{
+	struct task_struct *owner = ibqp->res.task;	/* NULL: kernel QP */
+
+	if (owner && same_thread_group(owner, current))
+		return true;
+	return ns_capable_noaudit(&init_user_ns, CAP_NET_ADMIN);
+}
+
 int mrc_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		 struct ib_qp_init_attr *init)
 {
 	struct mrc_qp *qp = to_mqp(ibqp);
+	/* nldev asks with mask 0; a uverbs caller holds the QP's handle */
+	bool psn = (mask & (IB_QP_SQ_PSN | IB_QP_RQ_PSN)) ||
+		   mrc_live_seq_visible(ibqp);
 
 	memset(attr, 0, sizeof(*attr));
 	spin_lock_bh(&qp->lock);
@@ -481,10 +596,14 @@ int mrc_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->path_mtu = (enum ib_mtu)(qp->pmtu_shift - 7);
 	attr->path_mig_state = IB_MIG_MIGRATED;
 	attr->qkey = qp->qkey;
-	attr->rq_psn = (qp->state >= IB_QPS_RTR && qp->state != IB_QPS_ERR) ?
-		       qp->rx.nxt & 0xffffff : qp->rq_psn_attr;
-	attr->sq_psn = (qp->state >= IB_QPS_RTS && qp->state != IB_QPS_ERR) ?
-		       qp->tx.nxt & 0xffffff : qp->sq_psn_attr;
+	if (psn) {
+		attr->rq_psn = (qp->state >= IB_QPS_RTR &&
+				qp->state != IB_QPS_ERR) ?
+			       qp->rx.nxt & 0xffffff : qp->rq_psn_attr;
+		attr->sq_psn = (qp->state >= IB_QPS_RTS &&
+				qp->state != IB_QPS_ERR) ?
+			       qp->tx.nxt & 0xffffff : qp->sq_psn_attr;
+	}
 	attr->dest_qp_num = qp->dest_qpn;
 	attr->qp_access_flags = qp->access;
 	attr->cap.max_send_wr = qp->sq.depth;
@@ -525,16 +644,16 @@ int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	qp->dead = true;
 	/* off the hold list before the last reference can go */
 	mrc_resp_unhold(qp);
+	/* READs being answered let go of their memory regions */
+	mrc_rd_flush(qp);
 	spin_unlock_bh(&qp->lock);
 	mutex_unlock(&qp->state_mutex);
 
-	xa_erase_irq(&mdev->qpn_xa, ibqp->qp_num);
-	/* wait for packets in the receive path to let go */
-	mrc_qp_put(qp);
-	wait_for_completion(&qp->done);
+	mrc_qp_unpublish(qp, ibqp->qp_num);
 	hrtimer_cancel(&qp->tx_timer);
 	hrtimer_cancel(&qp->ack_timer);
 	cancel_work_sync(&qp->send_work);
+	cancel_work_sync(&qp->rq_flush_work);
 	skb_queue_purge(&qp->txq);
 	skb_queue_purge(&qp->ackq);
 	mrc_qp_free_bufs(qp);
@@ -563,7 +682,8 @@ int mrc_wqe_put_data(struct mrc_qp *qp, struct metaroce_send_wqe *w,
 		u8 *d = (u8 *)(w + 1);
 
 		for (i = 0; i < wr->num_sge; i++) {
-			if (len + wr->sg_list[i].length > qp->max_inline)
+			/* len <= max_inline: the difference cannot wrap */
+			if (wr->sg_list[i].length > qp->max_inline - len)
 				return -EINVAL;
 			memcpy(d + len, (void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
@@ -637,6 +757,7 @@ int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		  const struct ib_send_wr **bad)
 {
 	struct mrc_qp *qp = to_mqp(ibqp);
+	unsigned long flags;
 	int err = 0;
 
 	if (qp->is_user) {
@@ -650,9 +771,10 @@ int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	if (qp->ibqp.qp_type != IB_QPT_RC)
 		return mrc_ud_post_send(qp, wr, bad);
-	spin_lock_bh(&qp->lock);
+	/* kernel callers may have IRQs off (verbs allow it) */
+	spin_lock_irqsave(&qp->lock, flags);
 	if (qp->state < IB_QPS_RTS && qp->state != IB_QPS_ERR) {
-		spin_unlock_bh(&qp->lock);
+		spin_unlock_irqrestore(&qp->lock, flags);
 		*bad = wr;
 		return -EINVAL;
 	}
@@ -663,8 +785,12 @@ int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			break;
 		}
 	}
-	spin_unlock_bh(&qp->lock);
-	mrc_send_kick(qp);
+	spin_unlock_irqrestore(&qp->lock, flags);
+	/* the send engine enables BH on its way out: not with IRQs off */
+	if (irqs_disabled())
+		queue_work(mrc_wq, &qp->send_work);
+	else
+		mrc_send_kick(qp);
 	return err;
 }
 
@@ -698,6 +824,7 @@ int mrc_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		  const struct ib_recv_wr **bad)
 {
 	struct mrc_qp *qp = to_mqp(ibqp);
+	unsigned long flags;
 	bool flush;
 	int err = 0;
 
@@ -705,7 +832,7 @@ int mrc_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		*bad = wr;
 		return -EINVAL;
 	}
-	spin_lock_bh(&qp->lock);
+	spin_lock_irqsave(&qp->lock, flags);
 	for (; wr; wr = wr->next) {
 		err = mrc_post_one_recv(&qp->rq, qp->rq_cons, qp->max_recv_sge,
 					wr);
@@ -715,8 +842,10 @@ int mrc_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		}
 	}
 	flush = qp->state == IB_QPS_ERR;
-	spin_unlock_bh(&qp->lock);
-	if (flush)
+	spin_unlock_irqrestore(&qp->lock, flags);
+	if (flush && irqs_disabled())
+		queue_work(mrc_wq, &qp->rq_flush_work);
+	else if (flush)
 		mrc_flush_rq(qp);
 	return err;
 }
@@ -795,7 +924,7 @@ int mrc_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (err)
 		goto err_count;
 	err = xa_alloc_cyclic(&mdev->srq_xa, &idx, srq, XA_LIMIT(1, 0xffffff),
-			      &mdev->next_srq, GFP_KERNEL);
+			      &mdev->next_srq, GFP_KERNEL_ACCOUNT);
 	if (err < 0)
 		goto err_ring;
 	srq->srq_num = idx;
@@ -854,10 +983,14 @@ int mrc_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	struct mrc_srq *srq = to_msrq(ibsrq);
 	struct mrc_dev *mdev = to_mdev(ibsrq->device);
 
+	struct mrc_ring ring;
+
 	xa_erase(&mdev->srq_xa, srq->srq_num);
 	spin_lock_bh(&srq->lock);
-	mrc_ring_free(&srq->ring);
+	mrc_ring_detach(&srq->ring, &ring);
 	spin_unlock_bh(&srq->lock);
+	/* an unmapped user ring is vfree()d here: not under the lock */
+	mrc_ring_free(&ring);
 	atomic_dec(&mdev->n_srq);
 	return 0;
 }
@@ -866,13 +999,14 @@ int mrc_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad)
 {
 	struct mrc_srq *srq = to_msrq(ibsrq);
+	unsigned long flags;
 	int err = 0;
 
 	if (srq->is_user) {
 		*bad = wr;
 		return -EINVAL;
 	}
-	spin_lock_bh(&srq->lock);
+	spin_lock_irqsave(&srq->lock, flags);
 	for (; wr; wr = wr->next) {
 		err = mrc_post_one_recv(&srq->ring, srq->cons, srq->max_sge,
 					wr);
@@ -881,7 +1015,7 @@ int mrc_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			break;
 		}
 	}
-	spin_unlock_bh(&srq->lock);
+	spin_unlock_irqrestore(&srq->lock, flags);
 	return err;
 }
 

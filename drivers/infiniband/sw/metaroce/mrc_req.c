@@ -510,6 +510,7 @@ void mrc_qp_error(struct mrc_qp *qp)
 {
 	spin_lock_bh(&qp->lock);
 	qp->state = IB_QPS_ERR;
+	mrc_rd_flush(qp);
 	mrc_flush_sq(qp, IB_WC_WR_FLUSH_ERR);
 	hrtimer_try_to_cancel(&qp->tx_timer);
 	qp->tx_timer_armed = false;
@@ -521,6 +522,7 @@ void mrc_qp_error(struct mrc_qp *qp)
 static void mrc_req_fail(struct mrc_qp *qp, u8 status)
 {
 	qp->state = IB_QPS_ERR;
+	mrc_rd_flush(qp);
 	mrc_flush_sq(qp, status);
 	qp->tx_timer_armed = false;
 	hrtimer_try_to_cancel(&qp->tx_timer);
@@ -641,7 +643,9 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 {
 	u32 prod = mrc_ring_load(&qp->sq.hdr->prod);
 
-	if (prod - qp->sq_cons > qp->sq.depth) {
+	/* prod must stay in [sq_next, sq_cons + depth]: never move back */
+	if (prod - qp->sq_cons > qp->sq.depth ||
+	    prod - qp->sq_next > prod - qp->sq_cons) {
 		/* a corrupt producer index: treat as a local QP error */
 		mrc_req_fail(qp, IB_WC_LOC_QP_OP_ERR);
 		return true;
@@ -881,7 +885,7 @@ static void mrc_req_cc(struct mrc_qp *qp, u32 now,
 			mrc_stat_inc(mdev, MRC_ST_CC_UNDOS);
 		mrc_cc_undo_rto(&qp->cc);
 	}
-	mrc_cc_on_ack(&qp->cc, now, r->newly_acked, r->rtt_sample,
+	mrc_cc_on_ack(&qp->cc, now, r->newly_acked, r->cc_rtt,
 		      qp->tx.rtt.srtt);
 	/* cc off at RTS pinned the window: min == max */
 	if (mrc_cc_ecn && qp->cc.min < qp->cc.max)
@@ -919,17 +923,17 @@ static void mrc_req_ack_feedback(struct mrc_qp *qp, u32 now,
 
 /*
  * Ordered mode: the receiver discarded packets after a hole, so every
- * PSN from the cumulative ACK on goes again (go-back-N), once per RTT.
+ * PSN from the cumulative ACK on goes again (go-back-N).  At most once per
+ * RTT whatever the ACK says: each one resends the whole window.
  */
-static void mrc_req_go_back(struct mrc_qp *qp, u32 cum, u32 now)
+static void mrc_req_go_back(struct mrc_qp *qp, u32 now)
 {
 	u32 psn;
 
-	if (qp->gbn_valid && qp->gbn_psn == cum &&
+	if (qp->gbn_valid &&
 	    now - qp->gbn_ts < max_t(u32, qp->tx.rtt.srtt, 100))
 		return;
 	qp->gbn_valid = true;
-	qp->gbn_psn = cum;
 	qp->gbn_ts = now;
 	for (psn = qp->tx.una; mrc_psn_lt(psn, qp->tx.nxt); psn++)
 		mrc_tx_mark_lost(&qp->tx, psn);
@@ -981,6 +985,32 @@ static u8 mrc_syn_status(u8 syn)
 	}
 }
 
+/*
+ * The fields of an ACK beyond its SACK: only from one that is not stale
+ * (overtaken by a later ACK, or forged within the ACK window), so that an
+ * old or spoofed ACK cannot set the credit, segment sizes, ECN or path
+ * state, nor force a go-back (locked).
+ */
+static void mrc_req_ack_apply(struct mrc_qp *qp, u32 now,
+			      const struct mrc_pkt *p,
+			      const struct mrc_ack_result *r)
+{
+	u32 ce = 0;
+
+	if (r->stale) {
+		mrc_stat_inc(qp->mdev, MRC_ST_STALE_ACKS);
+	} else {
+		mrc_req_ack_feedback(qp, now, p, r->rtt_sample);
+		/* CE marks stand for at most the PSNs this ACK covers */
+		ce = min_t(u32, p->ack.ce_count,
+			   r->newly_acked + r->newly_seen);
+	}
+	mrc_req_cc(qp, now, r, ce);
+	/* OOO is only ever sent to ordered QPs */
+	if (!r->stale && qp->ordered && (p->ack.flags & MRC_ACKF_OOO))
+		mrc_req_go_back(qp, now);
+}
+
 void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 {
 	struct mrc_dev *mdev = qp->mdev;
@@ -1013,10 +1043,7 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 	if (r.rtt_sample)
 		mrc_update_rtt_stats(qp);
 	mrc_req_path_uncharge(qp, &r);
-	mrc_req_ack_feedback(qp, now, p, r.rtt_sample);
-	mrc_req_cc(qp, now, &r, p->ack.ce_count);
-	if (p->ack.flags & MRC_ACKF_OOO)
-		mrc_req_go_back(qp, p->psn, now);
+	mrc_req_ack_apply(qp, now, p, &r);
 	mrc_req_progress(qp, now);
 
 	switch (p->ack.syndrome) {

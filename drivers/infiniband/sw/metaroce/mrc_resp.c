@@ -388,18 +388,27 @@ bool mrc_resp_pending(const struct mrc_qp *qp)
 	return false;
 }
 
-/* note what the PSNs of a new packet wrote, for later late arrivals */
+/*
+ * Note what the PSNs of a new packet wrote, for later late arrivals, or
+ * asked to read, for checking a re-request.  Called before the packet is
+ * accepted: a PSN received before keeps its record.
+ */
 static void mrc_resp_wlog(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n)
 {
-	u32 i;
-
-	if (p->opcode == MRC_OP_WRITE) {
+	switch (p->opcode) {
+	case MRC_OP_WRITE:
 		mrc_wlog_record(&qp->wlog, p->psn, p->req.va, p->req.rkey,
 				p->pay_len);
-		return;
+		break;
+	case MRC_OP_READ_REQ:
+		mrc_wlog_record_read(&qp->wlog, &qp->rx, p->psn, n,
+				     p->req.va, p->req.rkey, p->req.msg_len,
+				     p->pmtu_shift);
+		break;
+	default:
+		mrc_wlog_record(&qp->wlog, p->psn, 0, 0, 0);
+		break;
 	}
-	for (i = 0; i < n; i++)
-		mrc_wlog_record(&qp->wlog, p->psn + i, 0, 0, 0);
 }
 
 /*
@@ -437,7 +446,7 @@ static int mrc_place_data(struct mrc_qp *qp, const struct mrc_pkt *p,
 					      p->req.rmsn, IB_WC_LOC_LEN_ERR);
 			return -1;
 		}
-		err = mrc_sge_copy_skb(qp->mdev, qp->pd, m->wqe.sge,
+		err = mrc_sge_copy_skb(qp->mdev, mrc_recv_pd(qp), m->wqe.sge,
 				       m->wqe.num_sge, p->req.offset, skb,
 				       p->hdr_len, p->pay_len);
 		if (err) {
@@ -478,6 +487,24 @@ static void mrc_rd_free(struct mrc_rd *e)
 		mrc_mr_put(e->mr);
 	e->mr = NULL;
 	e->used = false;
+}
+
+/**
+ * mrc_rd_flush() - drop every queued or running READ/atomic (locked).
+ * @qp: the QP, going to the error or reset state, or being destroyed.
+ *
+ * A READ being answered holds its memory region: let go of it, or the
+ * region's deregistration waits for ever.
+ */
+void mrc_rd_flush(struct mrc_qp *qp)
+{
+	int i;
+
+	for (i = 0; i < MRC_RD_QUEUE; i++)
+		if (qp->rd[i].used)
+			mrc_rd_free(&qp->rd[i]);
+	qp->rd_res = 0;
+	qp->rd_viol = false;
 }
 
 /*
@@ -782,18 +809,24 @@ bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget, u32 now)
 	return true;
 }
 
-/* arrival state of [psn, psn + n) without changing it */
-static enum mrc_rx_verdict mrc_rx_check(struct mrc_qp *qp, u32 psn, u32 n)
+/*
+ * The PSNs of a READ_REQ that arrived before must ask for the segments
+ * they asked for then: a resend is served from the request's own fields,
+ * so anything else would read memory nobody asked for, or fail the QP.
+ * PSNs not yet received are checked as any new request is.
+ */
+static bool mrc_resp_read_known(struct mrc_qp *qp, const struct mrc_pkt *p,
+				u32 n, enum mrc_rx_verdict v)
 {
-	u32 last = psn + n - 1, i;
+	u32 k = n;
 
-	if (!mrc_psn_lt(last, qp->rx.nxt) &&
-	    last - qp->rx.nxt >= qp->rx.nbits)
-		return MRC_RX_BEYOND;
-	for (i = 0; i < n; i++)
-		if (!mrc_rx_has(&qp->rx, psn + i))
-			return MRC_RX_NEW;
-	return MRC_RX_DUP;
+	if (v == MRC_RX_NEW) {
+		if (!mrc_psn_lt(p->psn, qp->rx.nxt))
+			return true;
+		k = min(n, qp->rx.nxt - p->psn);
+	}
+	return mrc_wlog_read_match(&qp->wlog, &qp->rx, p->psn, k, p->req.va,
+				   p->req.rkey, p->req.msg_len, p->pmtu_shift);
 }
 
 /* a request arrived: feed the device's credit pool (qp locked) */
@@ -859,6 +892,18 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 		mrc_count_drop(mdev, MRC_DROP_BAD_STATE);
 		return;
 	}
+	v = mrc_rx_classify(&qp->rx, p->psn, n);
+	if (v == MRC_RX_BEYOND) {
+		spin_unlock_bh(&qp->lock);
+		mrc_count_drop(mdev, MRC_DROP_OUT_OF_WINDOW);
+		return;
+	}
+	if (p->opcode == MRC_OP_READ_REQ && !mrc_resp_read_known(qp, p, n, v)) {
+		spin_unlock_bh(&qp->lock);
+		mrc_count_drop(mdev, MRC_DROP_BAD_DUP);
+		return;
+	}
+	/* only a request inside the window speaks for the peer from here */
 	qp->last_tsval = p->tsval;
 	qp->last_arrival = now;
 	qp->last_entropy = sport;
@@ -872,12 +917,6 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	if (mrc_credits)
 		mrc_resp_credit(qp, p, now, ce);
 
-	v = mrc_rx_check(qp, p->psn, n);
-	if (v == MRC_RX_BEYOND) {
-		spin_unlock_bh(&qp->lock);
-		mrc_count_drop(mdev, MRC_DROP_OUT_OF_WINDOW);
-		return;
-	}
 	if (v == MRC_RX_DUP) {
 		mrc_stat_inc(mdev, MRC_ST_DUP_PKTS);
 		if (p->opcode == MRC_OP_READ_REQ) {
@@ -941,8 +980,9 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	old_nxt = qp->rx.nxt;
 	ooo = qp->rx.ooo;
 	holes = qp->rx.holes;
-	mrc_rx_accept(&qp->rx, p->psn, n);
 	mrc_resp_wlog(qp, p, n);
+	/* NEW from mrc_rx_classify(): the range fits, never BEYOND here */
+	mrc_rx_accept(&qp->rx, p->psn, n);
 	if (qp->rx.ooo != ooo)
 		mrc_stat_add(mdev, MRC_ST_OOO_PKTS, qp->rx.ooo - ooo);
 	if (qp->rx.holes != holes)

@@ -50,14 +50,23 @@ int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 {
 	struct mrc_qp *qp = to_mqp(ibqp);
 	struct mrc_res_list l = { .n = 0 };
+	bool live = mrc_live_seq_visible(ibqp);
 
 	spin_lock_bh(&qp->lock);
+	/*
+	 * The core lists a QP until after destroy_qp returned, so its rings
+	 * may be gone: free_bufs clears the headers under qp->lock.
+	 */
+	if (!qp->sq.hdr) {
+		spin_unlock_bh(&qp->lock);
+		return 0;
+	}
 	/* SQ: what userspace published, what was started, what is done */
 	mrc_res_add(&l, "sq_depth", qp->sq.depth);
 	mrc_res_add(&l, "sq_user_prod", mrc_ring_load(&qp->sq.hdr->prod));
 	mrc_res_add(&l, "sq_next", qp->sq_next);
 	mrc_res_add(&l, "sq_cons", qp->sq_cons);
-	if (qp->has_rq) {
+	if (qp->has_rq && qp->rq.hdr) {
 		mrc_res_add(&l, "rq_depth", qp->rq.depth);
 		mrc_res_add(&l, "rq_user_prod", mrc_ring_load(&qp->rq.hdr->prod));
 		mrc_res_add(&l, "rq_cons", qp->rq_cons);
@@ -65,8 +74,10 @@ int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	/* the RC transport state; UD and GSI QPs only have their rings */
 	if (ibqp->qp_type == IB_QPT_RC) {
 		/* requester: PSN window, its limits and timers */
-		mrc_res_add(&l, "snd_una", qp->tx.una);
-		mrc_res_add(&l, "snd_nxt", qp->tx.nxt);
+		if (live) {
+			mrc_res_add(&l, "snd_una", qp->tx.una);
+			mrc_res_add(&l, "snd_nxt", qp->tx.nxt);
+		}
 		mrc_res_add(&l, "inflight", mrc_tx_inflight(&qp->tx));
 		mrc_res_add(&l, "sacked", qp->tx.sacked);
 		mrc_res_add(&l, "lost", qp->tx.lost);
@@ -90,8 +101,10 @@ int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 		mrc_res_add(&l, "rnr_wait", qp->rnr_wait);
 		mrc_res_add(&l, "rd_outstanding", qp->rd_outstanding);
 		/* responder: cumulative PSN, receive messages, ACK state */
-		mrc_res_add(&l, "rcv_nxt", qp->rx.nxt);
-		mrc_res_add(&l, "rmsn_base", qp->rmsn_base);
+		if (live) {
+			mrc_res_add(&l, "rcv_nxt", qp->rx.nxt);
+			mrc_res_add(&l, "rmsn_base", qp->rmsn_base);
+		}
 		mrc_res_add(&l, "ack_pending", qp->ackc.pending);
 		mrc_res_add(&l, "ack_timer_armed", qp->ack_timer_armed);
 		mrc_res_add(&l, "rd_res", qp->rd_res);
@@ -111,6 +124,11 @@ int mrc_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
 	unsigned long flags;
 
 	spin_lock_irqsave(&cq->lock, flags);
+	/* as for QPs: destroy_cq detached the ring under cq->lock */
+	if (!cq->ring.hdr) {
+		spin_unlock_irqrestore(&cq->lock, flags);
+		return 0;
+	}
 	mrc_res_add(&l, "depth", cq->ring.depth);
 	mrc_res_add(&l, "prod", cq->prod);
 	mrc_res_add(&l, "cons", cq->is_user ?

@@ -34,7 +34,8 @@ int mrc_ring_alloc(struct mrc_dev *mdev, struct mrc_ring *r, u32 depth,
 	if (!is_power_of_2(depth))
 		return -EINVAL;
 	size = PAGE_ALIGN(METAROCE_RING_HDR_SIZE + (size_t)depth * stride);
-	r->buf = vmalloc_user(size);
+	/* vmalloc_user() cannot charge the caller's memcg; mrc_mmap() maps it */
+	r->buf = __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!r->buf)
 		return -ENOMEM;
 	r->hdr = r->buf;
@@ -46,7 +47,7 @@ int mrc_ring_alloc(struct mrc_dev *mdev, struct mrc_ring *r, u32 depth,
 	if (!uc)
 		return 0;
 
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	e = kzalloc(sizeof(*e), GFP_KERNEL_ACCOUNT);
 	if (!e) {
 		err = -ENOMEM;
 		goto err_buf;
@@ -84,9 +85,45 @@ void mrc_ring_free(struct mrc_ring *r)
 	r->mmap_entry = NULL;
 }
 
+/**
+ * mrc_ring_detach() - move a ring out of its object.
+ * @r: the object's ring; left without a buffer (@r->hdr NULL).
+ * @out: takes the buffer, for mrc_ring_free() outside the object's lock.
+ *
+ * Detach under the lock that readers of @r->hdr hold, then free unlocked:
+ * freeing may vfree(), which must not run with interrupts off.
+ */
+void mrc_ring_detach(struct mrc_ring *r, struct mrc_ring *out)
+{
+	*out = *r;
+	r->buf = NULL;
+	r->hdr = NULL;
+	r->mmap_entry = NULL;
+}
+
 u64 mrc_ring_mmap_offset(struct mrc_ring *r)
 {
 	return r->mmap_entry ? rdma_user_mmap_get_offset(r->mmap_entry) : 0;
+}
+
+/*
+ * remap_vmalloc_range() without its VM_USERMAP check: the ring comes from
+ * __vmalloc(), zeroed and whole pages.  vm_insert_page() takes a reference
+ * on each page, so they outlive the ring for as long as they are mapped.
+ */
+static int mrc_mmap_pages(struct vm_area_struct *vma, void *buf)
+{
+	unsigned long addr, off = 0;
+	int err;
+
+	for (addr = vma->vm_start; addr < vma->vm_end; addr += PAGE_SIZE) {
+		err = vm_insert_page(vma, addr, vmalloc_to_page(buf + off));
+		if (err)
+			return err;
+		off += PAGE_SIZE;
+	}
+	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+	return 0;
 }
 
 int mrc_mmap(struct ib_ucontext *ctx, struct vm_area_struct *vma)
@@ -104,7 +141,7 @@ int mrc_mmap(struct ib_ucontext *ctx, struct vm_area_struct *vma)
 		err = -EINVAL;
 		goto out;
 	}
-	err = remap_vmalloc_range(vma, e->buf, 0);
+	err = mrc_mmap_pages(vma, e->buf);
 out:
 	rdma_user_mmap_entry_put(re);
 	return err;

@@ -11,6 +11,7 @@ static const struct rdma_stat_desc mrc_stat_desc[MRC_ST_NR] = {
 	[MRC_ST_RX_BYTES].name = "rx_bytes",
 	[MRC_ST_TX_ACKS].name = "tx_acks",
 	[MRC_ST_RX_ACKS].name = "rx_acks",
+	[MRC_ST_STALE_ACKS].name = "stale_acks",
 	[MRC_ST_RETX_PKTS].name = "retransmitted_packets",
 	[MRC_ST_RETX_RACK].name = "rack_losses",
 	[MRC_ST_TLP].name = "tail_loss_probes",
@@ -80,6 +81,7 @@ static const struct rdma_stat_desc mrc_stat_desc[MRC_ST_NR] = {
 	[MRC_ST_DROP_BASE + MRC_DROP_OUT_OF_WINDOW - 1].name = "drop_out_of_window",
 	[MRC_ST_DROP_BASE + MRC_DROP_BAD_ACK - 1].name = "drop_bad_ack",
 	[MRC_ST_DROP_BASE + MRC_DROP_NO_RESOURCE - 1].name = "drop_no_resource",
+	[MRC_ST_DROP_BASE + MRC_DROP_BAD_DUP - 1].name = "drop_bad_duplicate",
 };
 
 struct rdma_hw_stats *mrc_alloc_hw_port_stats(struct ib_device *ibdev,

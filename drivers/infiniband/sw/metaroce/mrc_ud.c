@@ -580,12 +580,12 @@ void mrc_ud_rcv(struct mrc_dev *mdev, struct sk_buff *skb,
 		mrc_count_drop(mdev, MRC_DROP_BAD_LENGTH);
 		goto post;
 	}
-	err = mrc_sge_copy(mdev, qp->pd, wqe.sge, wqe.num_sge, 0, &grh,
-			   MRC_GRH_LEN, true, MRC_ACC_LOCAL_WRITE);
+	err = mrc_sge_copy(mdev, mrc_recv_pd(qp), wqe.sge, wqe.num_sge, 0,
+			   &grh, MRC_GRH_LEN, true, MRC_ACC_LOCAL_WRITE);
 	if (!err && p->pay_len)
-		err = mrc_sge_copy_skb(mdev, qp->pd, wqe.sge, wqe.num_sge,
-				       MRC_GRH_LEN, skb, p->hdr_len,
-				       p->pay_len);
+		err = mrc_sge_copy_skb(mdev, mrc_recv_pd(qp), wqe.sge,
+				       wqe.num_sge, MRC_GRH_LEN, skb,
+				       p->hdr_len, p->pay_len);
 	if (err) {
 		c.status = IB_WC_LOC_PROT_ERR;
 		fatal = true;

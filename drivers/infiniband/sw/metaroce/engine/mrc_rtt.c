@@ -15,9 +15,13 @@
  * Integer arithmetic rounds to nearest: a long run of equal samples R
  * leaves srtt in [R - 3, R + 4] us, where truncation would leave it up to
  * 7 us low, and rttvar settles at a few us rather than 0.  A sample of 0
- * counts as 1 us.  min_rtt is the smallest sample since init (0: none
- * yet).  Exponential backoff is kept apart from the base RTO and applied
- * by mrc_rtt_rto().
+ * counts as 1 us, and one above rto_max as rto_max: the timeout never
+ * waits longer (the driver sets rto_max to the QP's IB local ACK timeout,
+ * at most 4 s), so an ACK later than that is broken or forged, and an
+ * unbounded sample (a forged timestamp echo) would push srtt, and with it
+ * the pacing gap and the RACK window, to their limits.  min_rtt is the
+ * smallest sample since init (0: none yet).  Exponential backoff is kept
+ * apart from the base RTO and applied by mrc_rtt_rto().
  */
 #include <metaroce/mrc_engine.h>
 
@@ -51,10 +55,13 @@ void mrc_rtt_set_max(struct mrc_rtt *r, u32 rto_max)
 		r->rto = r->rto_max;
 }
 
-void mrc_rtt_sample(struct mrc_rtt *r, u32 sample_us)
+u32 mrc_rtt_sample(struct mrc_rtt *r, u32 sample_us)
 {
 	u32 s = sample_us ? sample_us : 1;
 	u64 var4;
+
+	if (s > r->rto_max)
+		s = r->rto_max;
 
 	r->latest = s;
 	if (!r->min_rtt || s < r->min_rtt)
@@ -72,6 +79,7 @@ void mrc_rtt_sample(struct mrc_rtt *r, u32 sample_us)
 	if (var4 < r->rto_min)
 		var4 = r->rto_min;
 	r->rto = mrc_rtt_clamp(r, r->srtt + var4);
+	return s;
 }
 
 u32 mrc_rtt_rto(const struct mrc_rtt *r)

@@ -203,6 +203,35 @@ static void mrc_rtt_margin_over_queue(struct kunit *test)
 	KUNIT_EXPECT_GT(test, 4 * r.rttvar, 5000u);
 }
 
+/*
+ * A sample above rto_max (a forged timestamp echo) counts as rto_max: the
+ * timer never waits longer, and srtt drives pacing and the RACK window.
+ */
+static void mrc_rtt_sample_clamped(struct kunit *test)
+{
+	struct mrc_rtt r;
+
+	mrc_rtt_init(&r, 3000, 1000, 60000);
+	KUNIT_EXPECT_EQ(test, mrc_rtt_sample(&r, 0x7fffffff), 60000u);
+	KUNIT_EXPECT_EQ(test, r.srtt, 60000u);
+	KUNIT_EXPECT_EQ(test, r.rttvar, 30000u);
+	KUNIT_EXPECT_EQ(test, r.latest, 60000u);
+	KUNIT_EXPECT_EQ(test, r.min_rtt, 60000u);
+	KUNIT_EXPECT_EQ(test, r.rto, 60000u);
+
+	mrc_rtt_init(&r, 3000, 1000, 60000);
+	KUNIT_EXPECT_EQ(test, mrc_rtt_sample(&r, 100), 100u);
+	KUNIT_EXPECT_EQ(test, mrc_rtt_sample(&r, 0xffffffff), 60000u);
+	KUNIT_EXPECT_EQ(test, r.srtt, 7588u);		/* (700 + 60000) / 8 */
+	KUNIT_EXPECT_EQ(test, r.min_rtt, 100u);
+	KUNIT_EXPECT_EQ(test, mrc_rtt_sample(&r, 0), 1u);
+
+	/* the bound follows rto_max (the driver's IB ACK timeout) */
+	mrc_rtt_set_max(&r, 67108);
+	KUNIT_EXPECT_EQ(test, mrc_rtt_sample(&r, 1000000), 67108u);
+	KUNIT_EXPECT_EQ(test, r.latest, 67108u);
+}
+
 static struct kunit_case mrc_rtt_cases[] = {
 	KUNIT_CASE(mrc_rtt_init_clamps),
 	KUNIT_CASE(mrc_rtt_hand_computed),
@@ -211,6 +240,7 @@ static struct kunit_case mrc_rtt_cases[] = {
 	KUNIT_CASE(mrc_rtt_clamp_and_backoff),
 	KUNIT_CASE(mrc_rtt_set_max_caps),
 	KUNIT_CASE(mrc_rtt_margin_over_queue),
+	KUNIT_CASE(mrc_rtt_sample_clamped),
 	{}
 };
 

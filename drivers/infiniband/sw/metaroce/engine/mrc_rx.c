@@ -57,6 +57,26 @@ bool mrc_rx_has(const struct mrc_rx *rx, u32 psn)
 }
 
 /*
+ * Duplicates are taken only from the nbits PSNs below nxt: a requester
+ * keeps at most that many outstanding, so anything older is no resend of
+ * its, and a blind sender cannot hit it by guessing half the PSN space.
+ */
+enum mrc_rx_verdict mrc_rx_classify(const struct mrc_rx *rx, u32 psn, u32 n)
+{
+	u32 lo = rx->nxt - rx->nbits, i;
+
+	if (!n || n > rx->nbits)
+		return MRC_RX_BEYOND;
+	/* all of it in [nxt - nbits, nxt + nbits), wherever the wrap is */
+	if (psn - lo >= 2 * rx->nbits || psn - lo + n > 2 * rx->nbits)
+		return MRC_RX_BEYOND;
+	for (i = 0; i < n; i++)
+		if (!mrc_rx_has(rx, psn + i))
+			return MRC_RX_NEW;
+	return MRC_RX_DUP;
+}
+
+/*
  * A zero-length range records nothing (DUP).  The hole counter grows when
  * the new range has a missing PSN right below and right above it: it
  * opened a gap (arrival beyond the highest PSN so far with one missing

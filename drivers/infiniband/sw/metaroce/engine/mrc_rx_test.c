@@ -180,6 +180,50 @@ static void mrc_rx_beyond_window(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, rx->nxt, 164u);
 }
 
+/* what a request is, before anything is marked */
+static void mrc_rx_classify_ranges(struct kunit *test)
+{
+	struct mrc_rx *rx = mrc_rt_new(test, 64, 0xffffffe0);
+	u32 nxt, psn;
+
+	mrc_rx_accept(rx, 0xffffffe0, 64);		/* nxt 0x20, across 0 */
+	nxt = rx->nxt;
+	KUNIT_EXPECT_EQ(test, nxt, 0x20u);
+	mrc_rx_accept(rx, nxt + 5, 2);			/* SACKed 0x25, 0x26 */
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt, 1), MRC_RX_NEW);
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt + 5, 2), MRC_RX_DUP);
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt + 4, 2), MRC_RX_NEW);
+	/* the nbits PSNs below nxt are duplicates, older ones are not */
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt - 1, 1), MRC_RX_DUP);
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt - 64, 64), MRC_RX_DUP);
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt - 65, 1), MRC_RX_BEYOND);
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt - 65, 10), MRC_RX_BEYOND);
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt - 0x40000000, 1),
+			MRC_RX_BEYOND);
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt + 0x80000000, 1),
+			MRC_RX_BEYOND);
+	/* far ahead, its end half the space round to "before" nxt */
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt + 0x7ffffff9, 20),
+			MRC_RX_BEYOND);
+	/* a range from below nxt into the window is new if a PSN is */
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt - 3, 4), MRC_RX_NEW);
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt - 3, 3), MRC_RX_DUP);
+	/* the end of the window, and past it; empty and oversized ranges */
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt + 63, 1), MRC_RX_NEW);
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt + 64, 1), MRC_RX_BEYOND);
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt + 60, 5), MRC_RX_BEYOND);
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt, 0), MRC_RX_BEYOND);
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt, 65), MRC_RX_BEYOND);
+	KUNIT_EXPECT_EQ(test, mrc_rx_classify(rx, nxt - 1, 0x800000),
+			MRC_RX_BEYOND);
+	/* NEW is always a range mrc_rx_accept() takes */
+	for (psn = nxt - 70; psn != nxt + 70; psn++)
+		if (mrc_rx_classify(rx, psn, 3) == MRC_RX_NEW)
+			KUNIT_EXPECT_NE(test, mrc_rx_accept(rx, psn, 3),
+					MRC_RX_BEYOND);
+	KUNIT_EXPECT_EQ(test, rx->nxt, nxt + 72);	/* every PSN up to it taken */
+}
+
 /* nxt clears what it passes, so bits serve PSN + nbits later */
 static void mrc_rx_window_slides(struct kunit *test)
 {
@@ -271,6 +315,7 @@ static struct kunit_case mrc_rx_cases[] = {
 	KUNIT_CASE(mrc_rx_in_order_and_dups),
 	KUNIT_CASE(mrc_rx_holes),
 	KUNIT_CASE(mrc_rx_beyond_window),
+	KUNIT_CASE(mrc_rx_classify_ranges),
 	KUNIT_CASE(mrc_rx_window_slides),
 	KUNIT_CASE(mrc_rx_sack_encode),
 	KUNIT_CASE(mrc_rx_sack_ring),

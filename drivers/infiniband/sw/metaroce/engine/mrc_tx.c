@@ -21,12 +21,16 @@
  * max(srtt + reo_cap_var x rttvar, reo_wnd_min).  A delivery of a retransmitted PSN less than
  * min_rtt after the retransmission means the original arrived: the
  * retransmission was spurious; so was one the receiver reports as a
- * duplicate (ACK flag DUP).  Then reo_steps doubles (up to
+ * duplicate (ACK flag DUP naming a resent PSN, once per resend).  Then
+ * reo_steps doubles (up to
  * MRC_REO_STEPS_MAX) and halves after MRC_REO_PERSIST recoveries without
  * a spurious one.  Such
  * a delivery is not used for RACK either (its timing is ambiguous).
  *
  * READ and atomic requests (NEED_RESP) are delivered by their responses.
+ * An ACK newly showing such a request (sent once) arrived makes it a RACK
+ * reference all the same, a time reference only: the responder serves in
+ * PSN order, so a lost request behind others is not left to the RTO.
  * Once an ACK shows the request arrived (REQ_SEEN) such a PSN is judged
  * against the latest response only, because a large READ streams its
  * responses for longer than one RTT after later requests were ACKed.
@@ -38,7 +42,7 @@
  *   the last send and the last progress, while no probe is out, no PSN
  *   awaits a retransmission, no RTO has expired since the last progress
  *   and an RTT sample exists.  The caller resends tx->probe_psn, the
- *   highest PSN not yet delivered.
+ *   highest PSN not yet delivered, or una if that is a READ/atomic.
  * - RTO: mrc_rtt_rto() with its margin over srtt x tmo_steps, after the
  *   later of the oldest outstanding PSN's transmission and the last
  *   progress (responses to a long READ keep it from expiring while they
@@ -52,6 +56,10 @@
  * resend costs a packet of the bottleneck's queue and of its capacity.
  * Progress is an ACK or response that delivers a PSN; it resets the
  * consecutive timeout count and the backoff.
+ *
+ * ACK acceptance (RFC 5961 style): cum must lie in
+ * [una - MRC_ACK_LAG_MAX, nxt].  One behind una (stale: overtaken by a
+ * later ACK, normal with spraying) contributes its SACK bits only.
  */
 #include <metaroce/mrc_engine.h>
 
@@ -63,6 +71,7 @@ struct mrc_rack_cand {
 	u32 psn;
 	bool valid;
 	bool fresh;	/* an original transmission was delivered */
+	bool req_once;	/* a request sent once newly shown to have arrived */
 };
 
 static struct mrc_tx_slot *mrc_tx_slot_rw(struct mrc_tx *tx, u32 psn)
@@ -173,6 +182,7 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
 				s->flags |= MRC_TXS_CHARGED;
 			else
 				s->flags &= ~MRC_TXS_CHARGED;
+			s->flags &= ~MRC_TXS_DUP;
 			s->xmit_ts = now;
 			s->prev_entropy = s->entropy;
 			s->entropy = entropy;
@@ -207,6 +217,17 @@ static void mrc_tx_timer_judge(struct mrc_tx *tx, struct mrc_tx_slot *s,
 	tx->tmo_recov = 0;
 	if (tx->tmo_steps < tx->tmo_steps_max)
 		tx->tmo_steps *= 2;
+}
+
+/* @psn, sent once in @s, arrived: keep it if sent after @c's */
+static void mrc_rack_cand_offer(struct mrc_rack_cand *c,
+				const struct mrc_tx_slot *s, u32 psn)
+{
+	if (!c->valid || mrc_rack_after(s->xmit_ts, psn, c->ts, c->psn)) {
+		c->ts = s->xmit_ts;
+		c->psn = psn;
+		c->valid = true;
+	}
 }
 
 /*
@@ -245,11 +266,7 @@ static bool mrc_tx_deliver(struct mrc_tx *tx, u32 psn, u32 now,
 	if (s->xmits > 1)
 		return false;
 	c->fresh = true;
-	if (!c->valid || mrc_rack_after(s->xmit_ts, psn, c->ts, c->psn)) {
-		c->ts = s->xmit_ts;
-		c->psn = psn;
-		c->valid = true;
-	}
+	mrc_rack_cand_offer(c, s, psn);
 	return false;
 }
 
@@ -298,16 +315,29 @@ static void mrc_tx_uncharge(struct mrc_ack_result *r, struct mrc_tx_slot *s)
  * The receiver got @psn twice: if it was resent for a RACK loss, the loss
  * was not one (an earlier copy arrived, only later than RACK allowed).
  * Its slot still holds @psn while @psn is among the last nslots sent.
+ * Only a report naming a resend counts, once per resend: a peer must not
+ * widen the reordering window at will.  A READ/atomic request whose
+ * response has not arrived was resent for that response: the responder
+ * always sees such a resend as a duplicate.  Return: true if it counted.
  */
-static void mrc_tx_dup(struct mrc_tx *tx, u32 psn, struct mrc_ack_result *r)
+static bool mrc_tx_dup(struct mrc_tx *tx, u32 psn, struct mrc_ack_result *r)
 {
 	struct mrc_tx_slot *s;
 
 	if ((u32)(tx->nxt - psn) - 1 >= tx->nslots)
-		return;
+		return false;
 	s = mrc_tx_slot_rw(tx, psn);
+	if (s->xmits < 2 || (s->flags & MRC_TXS_DUP))
+		return false;
+	/* a request re-asked because its response was lost: needed */
+	if ((s->flags & (MRC_TXS_NEED_RESP | MRC_TXS_ACKED)) ==
+	    MRC_TXS_NEED_RESP)
+		return false;
+	s->flags |= MRC_TXS_DUP;
+	tx->spurious++;
 	mrc_tx_uncharge(r, s);
 	mrc_tx_timer_judge(tx, s, true);
+	return true;
 }
 
 /* an ACK covers @psn; Return: true if a retransmission proved spurious */
@@ -320,7 +350,19 @@ static bool mrc_tx_ack_one(struct mrc_tx *tx, u32 psn, u32 now,
 	if (s->flags & MRC_TXS_ACKED)
 		return false;
 	if (s->flags & MRC_TXS_NEED_RESP) {
+		if (s->flags & MRC_TXS_REQ_SEEN)
+			return false;
 		s->flags |= MRC_TXS_REQ_SEEN;
+		r->newly_seen++;
+		/*
+		 * The ACK times it: a READ/atomic QP gets RTT samples too,
+		 * and a time reference (not a delivery) that finds a lost
+		 * request behind later ones without waiting for the RTO.
+		 */
+		if (s->xmits == 1) {
+			c->req_once = true;
+			mrc_rack_cand_offer(c, s, psn);
+		}
 		return false;
 	}
 	r->newly_acked++;
@@ -419,6 +461,19 @@ static void mrc_tx_finish(struct mrc_tx *tx, u32 una0, u32 now,
 	}
 }
 
+/* an RTT sample from @a, which newly delivered something */
+static void mrc_tx_ack_rtt(struct mrc_tx *tx, const struct mrc_ack_info *a,
+			   u32 now, struct mrc_ack_result *r)
+{
+	u32 elapsed = now - a->ts_echo;
+
+	if ((s32)elapsed < 0 || elapsed < a->delay)
+		return;
+	/* clamped: a forged ts_echo must not inflate srtt without bound */
+	r->rtt_sample = mrc_rtt_sample(&tx->rtt, elapsed - a->delay);
+	mrc_tx_update_reo_wnd(tx);
+}
+
 /*
  * Work per ACK: the PSNs the cumulative ACK newly covers (tx->ack_cum
  * remembers how far earlier ACKs got) plus one step per SACK bit set.
@@ -433,7 +488,7 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 	u64 bits;
 
 	memset(r, 0, sizeof(*r));
-	if (mrc_psn_lt(tx->nxt, a->cum))
+	if (!mrc_psn_in(a->cum, tx->una - MRC_ACK_LAG_MAX, tx->nxt + 1))
 		return -EINVAL;
 	r->stale = mrc_psn_lt(a->cum, tx->una);
 
@@ -456,22 +511,13 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 		}
 	}
 
-	if (r->newly_acked && a->ts_valid) {
-		u32 elapsed = now - a->ts_echo;
-
-		if ((s32)elapsed >= 0 && elapsed >= a->delay) {
-			r->rtt_sample = elapsed - a->delay;
-			if (!r->rtt_sample)
-				r->rtt_sample = 1;
-			mrc_rtt_sample(&tx->rtt, r->rtt_sample);
-			mrc_tx_update_reo_wnd(tx);
-		}
-	}
-	if (a->dup) {
-		tx->spurious++;	/* the receiver got a PSN twice */
-		mrc_tx_dup(tx, a->dup_psn, r);
-	}
-	if (spurious || a->dup)
+	/* a stale ACK's timestamp and DUP report are older news */
+	if ((r->newly_acked || c.req_once) && a->ts_valid && !r->stale)
+		mrc_tx_ack_rtt(tx, a, now, r);
+	r->cc_rtt = r->rtt_sample;
+	if (a->dup && !r->stale && mrc_tx_dup(tx, a->dup_psn, r))
+		spurious = true;
+	if (spurious)
 		mrc_tx_spurious(tx);
 	mrc_tx_frto(tx, &c, r->newly_acked);
 	mrc_tx_rack_update(tx, &c, now);
@@ -498,6 +544,12 @@ int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r)
 
 	s->flags |= MRC_TXS_REQ_SEEN;
 	r->newly_acked = 1;
+	/*
+	 * The response's own timing is no sample: one held behind a lost
+	 * request would inflate srtt.  The window grows on the latest one.
+	 */
+	if (s->xmits == 1)
+		r->cc_rtt = tx->rtt.srtt;
 	if (mrc_tx_deliver(tx, psn, now, &c)) {
 		mrc_tx_uncharge(r, s);
 		mrc_tx_spurious(tx);
@@ -666,6 +718,23 @@ static bool mrc_tx_failed(const struct mrc_tx *tx, u32 now, u32 retry_cnt,
 	       now - tx->progress_ts >= fail_after;
 }
 
+/*
+ * The highest undelivered PSN, whose loss nothing later would reveal; but
+ * READ/atomic requests are served in PSN order, so when una is one, it
+ * holds the others back and is the one worth probing.
+ */
+static u32 mrc_tx_probe_psn(const struct mrc_tx *tx)
+{
+	u32 psn = tx->nxt - 1;
+
+	if (mrc_tx_slot(tx, tx->una)->flags & MRC_TXS_NEED_RESP)
+		return tx->una;
+	while (psn != tx->una &&
+	       (mrc_tx_slot(tx, psn)->flags & MRC_TXS_ACKED))
+		psn--;
+	return psn;
+}
+
 enum mrc_tx_timer_action mrc_tx_on_timer(struct mrc_tx *tx, u32 now,
 					 u32 retry_cnt, u32 fail_after)
 {
@@ -706,10 +775,7 @@ enum mrc_tx_timer_action mrc_tx_on_timer(struct mrc_tx *tx, u32 now,
 		return MRC_TXT_RETX;
 
 	if (mrc_tx_tlp_due(tx, &due) && !mrc_time_before(now, due)) {
-		psn = tx->nxt - 1;
-		while (psn != tx->una &&
-		       (mrc_tx_slot(tx, psn)->flags & MRC_TXS_ACKED))
-			psn--;
+		psn = mrc_tx_probe_psn(tx);
 		tx->probe_psn = psn;
 		mrc_tx_mark_timer(tx, psn);
 		tx->tlp_out = true;

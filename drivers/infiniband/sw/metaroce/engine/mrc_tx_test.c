@@ -214,6 +214,9 @@ static void mrc_tx_stale_ack(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 110, 3, 8, s8, 1, &r), 0);
 	KUNIT_EXPECT_TRUE(test, r.stale);
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
+	/* but no RTT sample: only its SACK bits are used */
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 95u);
 	KUNIT_EXPECT_FALSE(test, r.una_advanced);
 	KUNIT_EXPECT_EQ(test, tx->una, 6u);
 	KUNIT_EXPECT_TRUE(test, mrc_tt_acked(tx, 8));
@@ -332,7 +335,10 @@ static void mrc_tx_need_resp(struct kunit *test)
 
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 100, 6, 2, NULL, 0, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 2u);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 4u);
 	KUNIT_EXPECT_EQ(test, tx->una, 1u);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 101, 6, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 0u);
 	for (psn = 1; psn <= 4; psn++)
 		KUNIT_EXPECT_EQ(test, mrc_tx_slot(tx, psn)->flags,
 				MRC_TXS_NEED_RESP | MRC_TXS_REQ_SEEN);
@@ -910,7 +916,8 @@ static void mrc_tx_dup_uncharges(struct kunit *test)
 	a.dup_psn = 40;
 	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 5440, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.n_uncharge, 0u);
-	KUNIT_EXPECT_EQ(test, tx->spurious, 5u);	/* one per DUP ACK */
+	/* one per resend reported: the repeat, 3 and 40 name none */
+	KUNIT_EXPECT_EQ(test, tx->spurious, 2u);
 }
 
 /*
@@ -1000,22 +1007,49 @@ static void mrc_tx_frto_spurious_and_real(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->timeouts, 2u);
 }
 
-/* the receiver's duplicate report widens the reordering window */
+/*
+ * The receiver's duplicate report widens the reordering window, once per
+ * resend it names; one naming no resend (a forged or stray DUP flag, a
+ * packet the network duplicated) changes nothing.
+ */
 static void mrc_tx_dup_report_adapts(struct kunit *test)
 {
+	static const u32 never[] = { 1, 0, 40, 0x80000001 };
 	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
 	struct mrc_ack_result r;
 	struct mrc_ack_info a = { .dup = true };
-	u32 k;
+	u32 k, psn, t;
 
 	mrc_tt_warm(test, tx, 1000);
 	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 250u);
+	mrc_tt_send(test, tx, 1, 2000, 0);		/* PSN 1, sent once */
+	a.cum = tx->nxt;
+	for (k = 0; k < ARRAY_SIZE(never); k++) {
+		a.dup_psn = never[k];
+		KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 3000 + k, &r), 0);
+	}
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u);
+	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 250u);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 0u);
+
 	for (k = 1; k <= 3; k++) {
-		mrc_tt_send(test, tx, 1, 2000 * k, 0);
+		t = 4000 * k;
+		psn = tx->nxt;
+		mrc_tt_send(test, tx, 1, t, 0);
+		/* resent; delivered min_rtt after the resend: not by timing */
+		KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, psn, 1, t + 100, 1, 0), 0);
+		KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, t + 1100, tx->nxt, NOTS,
+						 NULL, 0, &r), 0);
+		KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u << (k - 1));
 		a.cum = tx->nxt;
-		KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 2000 * k + 1000, &r), 0);
+		a.dup_psn = psn;
+		KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, t + 1200, &r), 0);
+		KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u << k);
+		/* the same resend reported again */
+		KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, t + 1300, &r), 0);
 		KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u << k);
 	}
+	KUNIT_EXPECT_EQ(test, tx->spurious, 3u);
 	/* 250 x 8 = 2000, but never beyond srtt (1000) */
 	KUNIT_EXPECT_EQ(test, tx->reo_wnd, 1000u);
 	/* an ordinary ACK leaves it alone */
@@ -1023,6 +1057,100 @@ static void mrc_tx_dup_report_adapts(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 10000, tx->nxt, NOTS, NULL, 0, &r),
 			0);
 	KUNIT_EXPECT_EQ(test, tx->reo_steps, 8u);
+}
+
+/*
+ * RFC 5961 style ACK window: cum must lie in [una - MRC_ACK_LAG_MAX, nxt].
+ * Outside it the ACK is refused and changes nothing; behind una (stale)
+ * only its SACK bits count, not its timestamp nor its DUP report.
+ */
+static void mrc_tx_ack_window(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+	u64 sack = 1ull << 2;				/* cum + 3 */
+	struct mrc_ack_info a = {
+		.sack = &sack, .sack_words = 1, .ts_valid = true,
+		.dup = true, .dup_psn = 1,
+	};
+	struct mrc_ack_result r;
+
+	mrc_tt_warm(test, tx, 100);			/* una = nxt = 1 */
+	mrc_tt_send(test, tx, 4, 1000, 1);		/* PSN 1-4 */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, 1100, 9, 0), 0);
+
+	/* one PSN too far behind una, then far behind: refused */
+	a.cum = 1 - MRC_ACK_LAG_MAX - 1;
+	a.sack_words = 0;
+	KUNIT_EXPECT_EQ(test, mrc_tx_ack(tx, &a, 1200, &r), -EINVAL);
+	a.cum = 1 - 0x40000000;
+	KUNIT_EXPECT_EQ(test, mrc_tx_ack(tx, &a, 1210, &r), -EINVAL);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 0u);
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u);
+	KUNIT_EXPECT_EQ(test, tx->una, 1u);
+
+	/* at the bound: accepted, stale, its DUP report ignored */
+	a.cum = 1 - MRC_ACK_LAG_MAX;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 1220, &r), 0);
+	KUNIT_EXPECT_TRUE(test, r.stale);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 0u);
+
+	/* stale, in reach: the SACK bit delivers PSN 3, nothing else counts */
+	a.cum = 0;
+	a.sack_words = 1;
+	a.ts_echo = 1000;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 1300, &r), 0);
+	KUNIT_EXPECT_TRUE(test, r.stale);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
+	KUNIT_EXPECT_TRUE(test, mrc_tt_acked(tx, 3));
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 0u);
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u);
+
+	/* the same fields in an ACK that is not stale do count */
+	a.cum = 5;
+	a.sack_words = 0;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, 1300, &r), 0);
+	KUNIT_EXPECT_FALSE(test, r.stale);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 3u);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 300u);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 1u);
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 2u);
+	/* cum == nxt is the top of the window; nxt + 1 is beyond */
+	a.cum = 6;
+	KUNIT_EXPECT_EQ(test, mrc_tx_ack(tx, &a, 1400, &r), -EINVAL);
+}
+
+/* a forged timestamp echo yields a sample of rto_max at most */
+static void mrc_tx_rtt_clamped(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);	/* rto_max 64000 */
+	struct mrc_ack_result r;
+	u32 i, t;
+
+	mrc_tt_warm(test, tx, 1000);
+	mrc_tt_send(test, tx, 1, 2000, 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 3000, 2, 3000 - 0x70000000, NULL,
+					 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 64000u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.latest, 64000u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 8875u);	/* (7000 + 64000) / 8 */
+	KUNIT_EXPECT_EQ(test, tx->rtt.min_rtt, 1000u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.rto, 64000u);
+	KUNIT_EXPECT_LE(test, tx->reo_wnd, tx->rtt.srtt);
+	/* repeated forgeries take srtt to rto_max, not beyond */
+	for (i = 0; i < 200; i++) {
+		t = 10000 + 100 * i;
+		mrc_tt_send(test, tx, 1, t, 0);
+		KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, t + 50, tx->nxt,
+						 t - 0x7fff0000, NULL, 0, &r),
+				0);
+		KUNIT_ASSERT_EQ(test, r.rtt_sample, 64000u);
+	}
+	KUNIT_EXPECT_LE(test, tx->rtt.srtt, 64000u + 4);
+	KUNIT_EXPECT_GE(test, tx->rtt.srtt, 64000u - 3);
+	KUNIT_EXPECT_LE(test, tx->reo_wnd, 64000u + 4);
 }
 
 /* the whole story across the 32-bit PSN wrap */
@@ -1194,8 +1322,11 @@ static void mrc_tx_timer_margin_adapts(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, mrc_tx_detect_loss(tx, 8300), 2u);
 	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 5, 1, 8300, 0, 0), 0);
 	mrc_tt_late_dup(test, tx, 4, 8300);
-	/* a spurious resend (five so far), not a timer's */
-	KUNIT_EXPECT_EQ(test, tx->spurious, 5u);
+	/*
+	 * A spurious resend, not a timer's: four so far (the second report
+	 * of PSN 1's probe did not count).
+	 */
+	KUNIT_EXPECT_EQ(test, tx->spurious, 4u);
 	KUNIT_EXPECT_EQ(test, tx->spurious_tmos, 3u);
 	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 8u);	/* at most */
 
@@ -1230,11 +1361,164 @@ static void mrc_tx_timer_margin_adapts(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 4u);
 }
 
+/* issue 50: a READ/atomic QP times its requests' ACKs, not responses */
+static void mrc_tx_req_rtt(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+	struct mrc_ack_result r;
+
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 0, 4, 10, 0, MRC_TXS_NEED_RESP),
+			0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 20, 0, MRC_TXS_NEED_RESP),
+			0);
+	/* a response before any sample feeds no RTT to the window */
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 0, 300, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.cc_rtt, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 0u);
+	/* the requests' ACK: sample 110 - 10 - 0 */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 110, 4, 10, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 3u);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 100u);
+	KUNIT_EXPECT_EQ(test, r.cc_rtt, 100u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
+	/* responses: the latest srtt, whatever their own timing */
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 1, 900, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.cc_rtt, 100u);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
+
+	/* a resent request's ACK is ambiguous (Karn): no sample */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 1000, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1300, 5, 1000, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 1u);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
+	/* nor does its response feed the window */
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 4, 1400, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.cc_rtt, 0u);
+	/* an ACK showing nothing new yields nothing */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1500, 5, 1400, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+}
+
+/* issue 50: a lost request behind ACKed ones is found by RACK, not the RTO */
+static void mrc_tx_req_rack(struct kunit *test)
+{
+	static const u32 s123[] = { 1, 2, 3 };
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+	struct mrc_ack_result r;
+	u32 d, i, psn;
+
+	for (i = 0; i < 4; i++)		/* atomics 0-3, 10 us apart */
+		KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, i, 1, 10 + 10 * i, (u16)i,
+						  MRC_TXS_NEED_RESP), 0);
+	/* 0 lost: the responder serves in order, 1-3 are only ACKed */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 140, 0, 40, s123, 3, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 3u);
+	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
+	/* a time reference, not a delivery */
+	KUNIT_EXPECT_FALSE(test, r.una_advanced);
+	KUNIT_EXPECT_TRUE(test, tx->rack.valid);
+	KUNIT_EXPECT_EQ(test, tx->rack.psn, 3u);
+	KUNIT_EXPECT_EQ(test, tx->rack.rtt, 100u);
+	/* 0 waits rack_rtt + reo_wnd = 100 + 50 from its send at 10 */
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 140), 0u);
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 160u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 160, 7, 0), MRC_TXT_RETX);
+	KUNIT_EXPECT_EQ(test, tx->rtos, 0u);
+	psn = 0;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, psn, 0u);
+	psn++;
+	KUNIT_EXPECT_FALSE(test, mrc_tx_next_lost(tx, &psn));
+
+	/* a resent request's ACK is no reference (Karn) */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 0, 1, 160, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 170, 4,
+					  MRC_TXS_NEED_RESP), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 400, 4, 160, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->rack.psn, 3u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_detect_loss(tx, 400), 0u);
+}
+
+/* issue 50: re-asking for a lost response is no spurious resend */
+static void mrc_tx_req_dup(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_info a = { .dup = true };
+	struct mrc_ack_result r;
+	u32 d;
+
+	mrc_tt_warm(test, tx, 100);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, 1000, 0,
+					  MRC_TXS_NEED_RESP), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1100, 2, 1000, NULL, 0, &r), 0);
+	/* the response is lost: the RTO asks again */
+	tx->tlp_out = true;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 1, d, 0, 0), 0);
+	/* the responder reports the request as a duplicate */
+	a.cum = tx->nxt;
+	a.dup_psn = 1;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, d + 100, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 0u);
+	KUNIT_EXPECT_EQ(test, tx->spurious_tmos, 0u);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 1u);
+	KUNIT_EXPECT_EQ(test, tx->reo_steps, 1u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_resp(tx, 1, d + 110, &r), 0);
+	KUNIT_EXPECT_EQ(test, mrc_tx_outstanding(tx), 0u);
+
+	/* once the response came, a DUP for the resend still counts */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 2, 1, 9000, 0,
+					  MRC_TXS_NEED_RESP), 0);
+	tx->tlp_out = true;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_RTO);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 2, 1, d, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 2, d + 150, &r), 0);
+	a.cum = tx->nxt;
+	a.dup_psn = 2;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, d + 160, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->spurious, 1u);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 2u);
+}
+
+/* issue 50: requests are served in order, so the probe asks for una */
+static void mrc_tx_req_probe(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_result r;
+	u32 d, i, psn;
+
+	mrc_tt_warm(test, tx, 100);
+	for (i = 1; i <= 4; i++)		/* atomics 1-4 */
+		KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, i, 1, 1000, (u16)i,
+						  MRC_TXS_NEED_RESP), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1100, 5, 1000, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 4u);
+	/* 1's response is lost, the others wait for it: probe at 1200 */
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 1200u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1200, 7, 0), MRC_TXT_PROBE);
+	KUNIT_EXPECT_EQ(test, tx->probe_psn, 1u);
+	psn = 0;
+	KUNIT_ASSERT_TRUE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, psn, 1u);
+	psn++;
+	KUNIT_EXPECT_FALSE(test, mrc_tx_next_lost(tx, &psn));
+	KUNIT_EXPECT_EQ(test, tx->rtos, 0u);
+}
+
 static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_send_rules),
 	KUNIT_CASE(mrc_tx_ack_everything),
 	KUNIT_CASE(mrc_tx_ack_beyond_nxt),
 	KUNIT_CASE(mrc_tx_stale_ack),
+	KUNIT_CASE(mrc_tx_ack_window),
+	KUNIT_CASE(mrc_tx_rtt_clamped),
 	KUNIT_CASE(mrc_tx_sack_decode),
 	KUNIT_CASE(mrc_tx_sack_roundtrip),
 	KUNIT_CASE(mrc_tx_need_resp),
@@ -1256,6 +1540,10 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_timer_margin_adapts),
 	KUNIT_CASE(mrc_tx_psn_wrap),
 	KUNIT_CASE(mrc_tx_timestamps),
+	KUNIT_CASE(mrc_tx_req_rtt),
+	KUNIT_CASE(mrc_tx_req_rack),
+	KUNIT_CASE(mrc_tx_req_dup),
+	KUNIT_CASE(mrc_tx_req_probe),
 	{}
 };
 

@@ -29,7 +29,9 @@
  *   packet but the one that ends it carries exactly one full segment
  *   (else BAD_PAY_LEN).
  * - READ_REQ asks for msg_len bytes from offset (a segment boundary) of a
- *   READ no longer than MRC_MAX_MSG_LEN: offset + msg_len <= that limit.
+ *   READ no longer than MRC_MAX_MSG_LEN: offset + msg_len <= that limit;
+ *   and for at most MRC_READ_CHUNK segments, so that one packet cannot
+ *   make the responder walk or answer more than that.
  * - Atomics: va 8-byte aligned, the compare field of FETCH_ADD zero.
  * - UD_SEND: a whole message in one packet, so no more payload than the
  *   segment size pmtu_shift names (the sender's MTU); PSN zero (datagrams
@@ -160,6 +162,8 @@ static int mrc_wire_parse_read_req(const u8 *e, struct mrc_pkt *p)
 	if (p->req.offset & (seg - 1))
 		return -MRC_DROP_BAD_LENGTH;
 	if ((u64)p->req.offset + p->req.msg_len > MRC_MAX_MSG_LEN)
+		return -MRC_DROP_BAD_LENGTH;
+	if (p->req.msg_len > (u32)MRC_READ_CHUNK << p->pmtu_shift)
 		return -MRC_DROP_BAD_LENGTH;
 	return 0;
 }

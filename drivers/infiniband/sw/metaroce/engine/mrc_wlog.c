@@ -30,6 +30,58 @@ void mrc_wlog_record(struct mrc_wlog *w, u32 psn, u64 va, u32 rkey, u32 len)
 		w->high = psn + 1;
 }
 
+/* bytes of segment @i of a READ of @len bytes; 0 past its end */
+static u32 mrc_wlog_seg_len(u32 len, u32 i, u8 shift)
+{
+	u64 off = (u64)i << shift;
+
+	if (off >= len)
+		return 0;
+	return len - off < (1u << shift) ? len - (u32)off : 1u << shift;
+}
+
+void mrc_wlog_record_read(struct mrc_wlog *w, const struct mrc_rx *rx,
+			  u32 psn, u32 n, u64 va, u32 rkey, u32 len, u8 shift)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		if (!mrc_rx_has(rx, psn + i))
+			mrc_wlog_record(w, psn + i, va + ((u64)i << shift),
+					rkey, MRC_WLOG_READ |
+					mrc_wlog_seg_len(len, i, shift));
+}
+
+/* the entry of received PSN @q still describes @q, not a newer PSN */
+static bool mrc_wlog_holds(const struct mrc_wlog *w, const struct mrc_rx *rx,
+			   u32 q)
+{
+	if (!mrc_rx_has(rx, q))
+		return false;
+	if (!mrc_psn_lt(q, rx->nxt))
+		return true;
+	return rx->nxt - q <= w->n && !mrc_rx_has(rx, q + w->n);
+}
+
+bool mrc_wlog_read_match(const struct mrc_wlog *w, const struct mrc_rx *rx,
+			 u32 psn, u32 n, u64 va, u32 rkey, u32 len, u8 shift)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		const struct mrc_wlog_ent *e = &w->ents[(psn + i) & (w->n - 1)];
+		u32 seg = mrc_wlog_seg_len(len, i, shift);
+
+		if (len && !seg)
+			return false;	/* more PSNs than the length has */
+		if (!mrc_wlog_holds(w, rx, psn + i) ||
+		    e->len != (MRC_WLOG_READ | seg) || e->rkey != rkey ||
+		    e->va != va + ((u64)i << shift))
+			return false;
+	}
+	return true;
+}
+
 /* remove [a, b) from the pieces; false if a split found no room */
 static bool mrc_wlog_cut(struct mrc_piece *out, int *n, int max, u32 a, u32 b)
 {
@@ -73,7 +125,8 @@ int mrc_wlog_pieces(const struct mrc_wlog *w, const struct mrc_rx *rx,
 		const struct mrc_wlog_ent *e = &w->ents[q & (w->n - 1)];
 		u64 a, b, end;
 
-		if (!e->len || e->rkey != rkey || !mrc_rx_has(rx, q))
+		if (!e->len || (e->len & MRC_WLOG_READ) || e->rkey != rkey ||
+		    !mrc_rx_has(rx, q))
 			continue;
 		/* offsets from va; no sum can wrap (both ranges were checked) */
 		if (e->va >= va + len || e->va + e->len <= va)

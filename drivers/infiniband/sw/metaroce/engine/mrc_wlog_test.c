@@ -162,6 +162,109 @@ static void mrc_wlog_psn_wrap(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, t.w.high, 2u);
 }
 
+/* a READ_REQ arrives: its PSNs marked received, its segments logged */
+static void wt_read(struct wlog_t *t, u32 psn, u64 va, u32 rkey, u32 len,
+		    u8 shift)
+{
+	u32 n = mrc_seg_count(len, shift);
+
+	mrc_wlog_record_read(&t->w, &t->rx, psn, n, va, rkey, len, shift);
+	mrc_rx_accept(&t->rx, psn, n);
+}
+
+/* a resend of READ PSNs matches only what those PSNs first asked for */
+static void mrc_wlog_read_resend(struct kunit *test)
+{
+	struct wlog_t t;
+
+	wt_init(&t, 0xfffffff0);
+	/* 10 segments of 1 KiB and a 100-byte tail, PSNs 0xfffffff0..+10 */
+	wt_read(&t, 0xfffffff0, 0x10000, 7, 10 * 1024 + 100, 10);
+	KUNIT_EXPECT_EQ(test, t.rx.nxt, 0xfffffffbu);
+	/* the whole READ again, and any run of its segments */
+	KUNIT_EXPECT_TRUE(test, mrc_wlog_read_match(&t.w, &t.rx, 0xfffffff0,
+						    11, 0x10000, 7,
+						    10 * 1024 + 100, 10));
+	KUNIT_EXPECT_TRUE(test, mrc_wlog_read_match(&t.w, &t.rx, 0xfffffff3,
+						    8, 0x10c00, 7,
+						    7 * 1024 + 100, 10));
+	KUNIT_EXPECT_TRUE(test, mrc_wlog_read_match(&t.w, &t.rx, 0xfffffff2,
+						    2, 0x10800, 7, 2048, 10));
+	/* another key, address, length or segment size */
+	KUNIT_EXPECT_FALSE(test, mrc_wlog_read_match(&t.w, &t.rx, 0xfffffff2,
+						     2, 0x10800, 8, 2048, 10));
+	KUNIT_EXPECT_FALSE(test, mrc_wlog_read_match(&t.w, &t.rx, 0xfffffff2,
+						     2, 0x10000, 7, 2048, 10));
+	KUNIT_EXPECT_FALSE(test, mrc_wlog_read_match(&t.w, &t.rx, 0xfffffff3,
+						     8, 0x10c00, 7,
+						     8 * 1024, 10));
+	KUNIT_EXPECT_FALSE(test, mrc_wlog_read_match(&t.w, &t.rx, 0xfffffff0,
+						     6, 0x10000, 7,
+						     6 * 1024, 9));
+	/* the tail alone; more PSNs than the length has; past the READ */
+	KUNIT_EXPECT_TRUE(test, mrc_wlog_read_match(&t.w, &t.rx, 0xfffffffa,
+						    1, 0x12800, 7, 100, 10));
+	KUNIT_EXPECT_FALSE(test, mrc_wlog_read_match(&t.w, &t.rx, 0xfffffff2,
+						     3, 0x10800, 7, 2048, 10));
+	KUNIT_EXPECT_FALSE(test, mrc_wlog_read_match(&t.w, &t.rx, 0xfffffffb,
+						     1, 0x12c00, 7, 100, 10));
+	/* PSNs of a WRITE are no READ's */
+	wt_arrive(&t, 0xfffffffb, 0x10000, 7, 1024);
+	KUNIT_EXPECT_FALSE(test, mrc_wlog_read_match(&t.w, &t.rx, 0xfffffffb,
+						     1, 0x10000, 7, 1024, 10));
+	/* a READ PSN's record never cuts a WRITE: only PSN 0xfffffffb does */
+	KUNIT_EXPECT_EQ(test, mrc_wlog_pieces(&t.w, &t.rx, 0xffffffef, 0x10000,
+					      7, 4096, t.out, 4), 1);
+	/* a zero-length READ */
+	wt_read(&t, 0xfffffffc, 0x20000, 9, 0, 12);
+	KUNIT_EXPECT_TRUE(test, mrc_wlog_read_match(&t.w, &t.rx, 0xfffffffc,
+						    1, 0x20000, 9, 0, 12));
+	KUNIT_EXPECT_FALSE(test, mrc_wlog_read_match(&t.w, &t.rx, 0xfffffffc,
+						     1, 0x20000, 9, 1, 12));
+}
+
+/* a record lasts until a PSN WT_BITS above it arrives, and no longer */
+static void mrc_wlog_read_overwritten(struct kunit *test)
+{
+	struct wlog_t t;
+	u32 psn;
+
+	wt_init(&t, 100);
+	wt_read(&t, 100, 0x4000, 3, 4096, 12);
+	for (psn = 101; psn != 100 + WT_BITS; psn++)
+		wt_arrive(&t, psn, 0, 0, 0);
+	KUNIT_EXPECT_TRUE(test, mrc_wlog_read_match(&t.w, &t.rx, 100, 1,
+						    0x4000, 3, 4096, 12));
+	/* PSN 164 takes PSN 100's entry, with the same fields */
+	wt_read(&t, 100 + WT_BITS, 0x4000, 3, 4096, 12);
+	KUNIT_EXPECT_FALSE(test, mrc_wlog_read_match(&t.w, &t.rx, 100, 1,
+						     0x4000, 3, 4096, 12));
+	KUNIT_EXPECT_TRUE(test, mrc_wlog_read_match(&t.w, &t.rx, 164, 1,
+						    0x4000, 3, 4096, 12));
+	/* not received yet: nothing to match */
+	KUNIT_EXPECT_FALSE(test, mrc_wlog_read_match(&t.w, &t.rx, 165, 1,
+						     0x4000, 3, 4096, 12));
+}
+
+/* a READ range over a WRITE that arrived early keeps the WRITE's record */
+static void mrc_wlog_read_keeps_write(struct kunit *test)
+{
+	struct wlog_t t;
+
+	wt_init(&t, 100);
+	wt_arrive(&t, 105, 0x8000, 5, 1024);
+	wt_read(&t, 100, 0x4000, 3, 8 * 4096, 12);	/* PSNs 100..107 */
+	/* a late WRITE at 99 would have been cut by PSN 105's bytes */
+	KUNIT_EXPECT_EQ(test, mrc_wlog_pieces(&t.w, &t.rx, 99, 0x8000, 5, 2048,
+					      t.out, 4), 1);
+	KUNIT_EXPECT_EQ(test, t.out[0].off, 1024u);
+	/* and PSN 105 is no READ PSN to match */
+	KUNIT_EXPECT_FALSE(test, mrc_wlog_read_match(&t.w, &t.rx, 100, 8,
+						     0x4000, 3, 8 * 4096, 12));
+	KUNIT_EXPECT_TRUE(test, mrc_wlog_read_match(&t.w, &t.rx, 100, 5,
+						    0x4000, 3, 8 * 4096, 12));
+}
+
 static struct kunit_case mrc_wlog_cases[] = {
 	KUNIT_CASE(mrc_wlog_in_order),
 	KUNIT_CASE(mrc_wlog_late_covered),
@@ -169,6 +272,9 @@ static struct kunit_case mrc_wlog_cases[] = {
 	KUNIT_CASE(mrc_wlog_ignores),
 	KUNIT_CASE(mrc_wlog_too_many),
 	KUNIT_CASE(mrc_wlog_psn_wrap),
+	KUNIT_CASE(mrc_wlog_read_resend),
+	KUNIT_CASE(mrc_wlog_read_overwritten),
+	KUNIT_CASE(mrc_wlog_read_keeps_write),
 	{}
 };
 

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * libFuzzer harness: path selection (mrc_path_*) driven by picks, ACK
+ * feedback (CE marks, RTT samples), losses and their undoing,
+ * replacements and dry spells, on ports of the set or any other.
+ *
+ * Checked after every operation: the set keeps its clamped size, every
+ * index (cursor, last) is in range, every port is a fresh-port draw, a
+ * pick returns a port of the set (not the one to avoid, when another
+ * exists and nothing was redrawn), the loss and RTT bookkeeping equals
+ * the entries' sum, skips end within their documented length and the
+ * counters only grow.  The entries are a heap array of exactly the
+ * clamped size, so AddressSanitizer sees any access past them.
+ */
+#include <stdlib.h>
+
+#include <metaroce/mrc_engine.h>
+
+#include "fuzz.h"
+
+struct model {
+	u32 now;
+	u32 n;
+	u32 until[MRC_PATH_MAX];	/* skip_until last seen per entry */
+	u64 switches, retired, ce_echoes, delay_skips, rebalanced, losses;
+	u64 undone;
+};
+
+static struct model m;
+
+static void check_state(const struct mrc_path *p)
+{
+	u64 loss_sum = 0;
+	u32 i, rtt_n = 0;
+
+	FZ_CHECK(p->n == m.n);
+	FZ_CHECK(p->cursor < p->n && p->round_left <= p->n && p->last < p->n);
+	if (p->balance_rounds && p->n > 1)
+		FZ_CHECK(p->wpicks < p->n * p->balance_rounds);
+	for (i = 0; i < p->n; i++) {
+		const struct mrc_path_ent *e = &p->ents[i];
+
+		FZ_CHECK((e->port & ~MRC_PATH_PORT_MASK) == MRC_PATH_PORT_BASE);
+		loss_sum += e->losses;
+		rtt_n += !!e->rtt;
+		FZ_CHECK(e->sent < p->epoch_pkts);
+		/*
+		 * A new skip lasts skip_us, or up to MRC_PATH_SKIP_MAX_US for
+		 * delay.  (It is not checked later: once 2^31 us have passed,
+		 * a stale skip looks current again until the next balance
+		 * window redraws the entry; reported.)
+		 */
+		if (e->skipping && e->skip_until != m.until[i]) {
+			FZ_CHECK(e->skip_until - m.now >= p->skip_us);
+			FZ_CHECK(e->skip_until - m.now <= MRC_PATH_SKIP_MAX_US);
+		}
+		m.until[i] = e->skip_until;
+	}
+	FZ_CHECK(p->loss_sum == loss_sum && p->rtt_n == rtt_n);
+	FZ_CHECK(p->switches >= m.switches && p->retired >= m.retired &&
+		 p->ce_echoes >= m.ce_echoes &&
+		 p->delay_skips >= m.delay_skips &&
+		 p->rebalanced >= m.rebalanced && p->losses >= m.losses &&
+		 p->losses_undone >= m.undone);
+	FZ_CHECK(p->rebalanced <= p->retired);
+	m.switches = p->switches;
+	m.retired = p->retired;
+	m.ce_echoes = p->ce_echoes;
+	m.delay_skips = p->delay_skips;
+	m.rebalanced = p->rebalanced;
+	m.losses = p->losses;
+	m.undone = p->losses_undone;
+}
+
+/* a port of the set, mostly; sometimes 0 or any other */
+static u16 pick_port(struct fz *f, const struct mrc_path *p)
+{
+	u8 k = fz_u8(f);
+
+	if (k < 0xf0)
+		return p->ents[k % p->n].port;
+	return k == 0xf0 ? 0 : fz_u16(f);
+}
+
+static bool distinct(const struct mrc_path *p)
+{
+	u32 i, j;
+
+	for (i = 0; i < p->n; i++)
+		for (j = 0; j < i; j++)
+			if (p->ents[i].port == p->ents[j].port)
+				return false;
+	return true;
+}
+
+/*
+ * The port to avoid is passed over when the set has another.  Checked
+ * only for a pick that starts on a round's first entry: a pick that
+ * crosses into a new round may visit the avoided entry twice and another
+ * never (n = 2: a new round that starts on it), and then returns it
+ * (reported).  -DFZ_AVOID_ALWAYS checks every pick.
+ */
+static bool avoid_checked(const struct mrc_path *p)
+{
+#ifdef FZ_AVOID_ALWAYS
+	return true;
+#else
+	return !p->round_left || p->round_left == p->n;
+#endif
+}
+
+static void op_pick(struct fz *f, struct mrc_path *p)
+{
+	u16 avoid = fz_bool(f) ? pick_port(f, p) : 0, port;
+	bool avoidable = p->n > 1 && mrc_path_index(p, avoid) >= 0 &&
+			 p->n <= 32 && avoid_checked(p) && distinct(p);
+	u64 retired = p->retired;
+	int idx;
+
+	port = mrc_path_pick(p, m.now, avoid);
+	idx = mrc_path_index(p, port);
+	FZ_CHECK(idx >= 0 && (u32)idx < p->n);
+	/* the last entry used is the one picked (unless it was redrawn) */
+	if (p->retired == retired) {
+		FZ_CHECK(p->ents[p->last].port == port);
+		if (avoidable)
+			FZ_CHECK(port != avoid);
+	}
+}
+
+static void op_lone(struct mrc_path *p)
+{
+	u64 retired = p->retired;
+	u16 port = mrc_path_pick_lone(p, m.now);
+
+	FZ_CHECK(mrc_path_index(p, port) >= 0);
+	if (p->retired == retired)
+		FZ_CHECK(p->ents[p->last].port == port);
+}
+
+static void op_ack(struct fz *f, struct mrc_path *p)
+{
+	u16 port = pick_port(f, p);
+	u8 k = fz_u8(f);
+	u32 rtt = k & 0x80 ? fz_u32(f) >> (k & 31) : (k & 0x3f) * 50u;
+
+	mrc_path_on_ack(p, port, k & 0x40 && !(k & 0x80), rtt, m.now);
+}
+
+int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
+{
+	struct fz f = { data, size };
+	struct mrc_path_ent *ents;
+	struct mrc_path p;
+	u32 n_in;
+	bool aware;
+	u8 k;
+
+	memset(&m, 0, sizeof(m));
+	k = fz_u8(&f);
+	/* 0 and more than MRC_PATH_MAX are clamped; small sets are common */
+	n_in = k < 0xe0 ? k % 17 : fz_u16(&f) % (MRC_PATH_MAX + 8);
+	m.n = n_in < 1 ? 1 : n_in > MRC_PATH_MAX ? MRC_PATH_MAX : n_in;
+	aware = fz_bool(&f);
+	m.now = fz_start(&f);
+	ents = malloc(m.n * sizeof(*ents));
+	FZ_CHECK(ents);
+	mrc_path_init(&p, ents, n_in, fz_u32(&f), aware);
+	/*
+	 * A fresh set has distinct ports.  Checked up to 32 entries only:
+	 * the draws of entries 33..63, which also avoid the others' low
+	 * bits, run out of tries now and then and the last draw may repeat
+	 * a port (reported; about 6 sets in 1000 of 40 or more entries).
+	 */
+	FZ_CHECK(p.n > 32 || distinct(&p));
+	check_state(&p);
+
+	while (fz_left(&f)) {
+		switch (fz_u8(&f) % 10) {
+		case 0:
+		case 1:
+		case 2:
+			op_pick(&f, &p);
+			break;
+		case 3:
+			op_lone(&p);
+			break;
+		case 4:
+		case 5:
+			op_ack(&f, &p);
+			break;
+		case 6:
+			mrc_path_on_loss(&p, pick_port(&f, &p), m.now);
+			break;
+		case 7:
+			k = fz_u8(&f);
+			if (k < 0x80)
+				mrc_path_on_loss_undo(&p, pick_port(&f, &p));
+			else if (k < 0xc0)
+				mrc_path_note_dry(&p);
+			else
+				mrc_path_replace(&p, pick_port(&f, &p));
+			break;
+		default:
+			k = fz_u8(&f);
+			m.now += k < 0xf0 ? k * 16u : fz_u32(&f) >> 4;
+			break;
+		}
+		check_state(&p);
+	}
+	free(ents);
+	return 0;
+}
