@@ -74,8 +74,9 @@
 
 #include <metaroce/mrc_wire.h>
 
-#define MAX_PAY		1024		/* payload of a template */
-#define MAX_DG		(MRC_HDR_MAX_LEN + MAX_PAY + 512)
+#define MAX_PAY		896		/* payload of a template: frames fit MTU 1500 */
+#define MAX_JUNK	400
+#define MAX_DG		(MRC_HDR_MAX_LEN + MAX_PAY + MAX_JUNK)
 #define FRAME_HDR	(sizeof(struct iphdr) + sizeof(struct udphdr))
 #define MAX_BATCH	256
 #define RX_WIN		1024		/* the victim's receive window */
@@ -237,7 +238,7 @@ static void open_learn(void)
 	struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]),
 				   .filter = code };
 	struct sockaddr_ll sl = { .sll_family = AF_PACKET,
-				  .sll_protocol = htons(ETH_P_IP) };
+				  .sll_protocol = htons(ETH_P_ALL) };
 
 	sl.sll_ifindex = if_nametoindex(O.learn_if);
 	if (!sl.sll_ifindex)
@@ -529,7 +530,7 @@ static size_t mutate(enum mut m, u8 *dg, size_t len, u32 hl)
 			cut = rndn(hl);
 		return cut < len ? cut : len - (len > 0);
 	case M_JUNK:
-		n = 1 + rndn(512);
+		n = 1 + rndn(MAX_JUNK);
 		for (i = 0; i < n; i++)
 			dg[len + i] = rnd();
 		return len + n;
@@ -989,10 +990,15 @@ int main(int argc, char **argv)
 			r = sendmmsg(fd, mm + i, n - i, 0);
 			if (r <= 0) {
 				/* count the one that failed, go on with the rest */
-				if (errno != EINTR)
-					errors++, r = 1;
-				else
+				if (errno != EINTR) {
+					if (O.verbose || errors < 3)
+						fprintf(stderr, "mrc_wirefuzz: send of %zu bytes: %s\n",
+							iov[i].iov_len, strerror(errno));
+					errors++;
+					r = 1;
+				} else {
 					r = 0;
+				}
 				continue;
 			}
 			sent += r;
