@@ -83,11 +83,13 @@
 #define FAR_MARGIN	16384		/* beyond: the window may move meanwhile */
 #define MAX_AVOID	64
 #define FUZZ_TTL	200		/* >= 128: the sniffer skips our packets */
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 enum mut { M_VALID, M_FIELD, M_FLIP, M_TRUNC, M_JUNK, M_RANDOM, M_NR };
 static const char *const mut_name[M_NR] = {
 	"valid", "field", "flip", "trunc", "junk", "random",
 };
+
 /* weights, out of 100 */
 static const unsigned int mut_weight[M_NR] = { 15, 30, 20, 15, 10, 10 };
 
@@ -99,6 +101,7 @@ enum zone {
 	Z_REQ_BELOW, Z_REQ_DUP, Z_REQ_BEYOND, Z_ACK_BELOW, Z_ACK_STALE,
 	Z_ACK_BEYOND, Z_RESP_BELOW, Z_RESP_BEYOND, Z_NR
 };
+
 static const char *const zone_name[Z_NR] = {
 	"req_below", "req_dup", "req_beyond", "ack_below", "ack_stale",
 	"ack_beyond", "resp_below", "resp_beyond",
@@ -130,7 +133,8 @@ static const u8 ops[] = {
 	MRC_OP_ATOMIC_FA, MRC_OP_UD_SEND, MRC_OP_READ_RESP,
 	MRC_OP_ATOMIC_RESP, MRC_OP_ACK,
 };
-#define NOPS	(sizeof(ops) / sizeof(ops[0]))
+
+#define NOPS	ARRAY_SIZE(ops)
 static const char *const op_name[NOPS] = {
 	"send", "write", "read_req", "atomic_cs", "atomic_fa", "ud_send",
 	"read_resp", "atomic_resp", "ack",
@@ -235,7 +239,7 @@ static void open_learn(void)
 		BPF_STMT(BPF_RET | BPF_K, 0xffff),
 		BPF_STMT(BPF_RET | BPF_K, 0),
 	};
-	struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]),
+	struct sock_fprog prog = { .len = ARRAY_SIZE(code),
 				   .filter = code };
 	struct sockaddr_ll sl = { .sll_family = AF_PACKET,
 				  .sll_protocol = htons(ETH_P_ALL) };
@@ -434,7 +438,7 @@ static unsigned int fields_of(u8 op, struct field *f)
 	unsigned int n = 0, ne, i;
 	bool data = op == MRC_OP_SEND || op == MRC_OP_WRITE;
 
-	for (i = 0; i < sizeof(base) / sizeof(base[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(base); i++)
 		if (!data || base[i].off < MRC_DATA_COMMON_LEN)
 			f[n++] = base[i];
 	switch (op) {
@@ -822,8 +826,10 @@ static const char help_text[] =
 "                    (bases 2^31 and 2^31 - 100)\n"
 "  --allow-init-netns  -v: every packet's length on stderr\n";
 
-enum { O_DST = 256, O_DQPN, O_SQPN, O_LEARN, O_LWAIT, O_SPOOF, O_AVOID,
-       O_RKEY, O_COUNT, O_SEED, O_BATCH, O_RATE, O_INITNS, O_DRY };
+enum {
+	O_DST = 256, O_DQPN, O_SQPN, O_LEARN, O_LWAIT, O_SPOOF, O_AVOID,
+	O_RKEY, O_COUNT, O_SEED, O_BATCH, O_RATE, O_INITNS, O_DRY
+};
 
 static void parse_args(int argc, char **argv)
 {
@@ -943,7 +949,8 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv);
 	if (O.dry_run) {
-		learned_req = learned_ack = 1;
+		learned_req = 1;
+		learned_ack = 1;
 		base_req = 1u << 31;
 		base_ack = base_req - 100;
 		t0 = now_us();
@@ -992,8 +999,8 @@ int main(int argc, char **argv)
 				/* count the one that failed, go on with the rest */
 				if (errno != EINTR) {
 					if (O.verbose || errors < 3)
-						fprintf(stderr, "mrc_wirefuzz: send of %zu bytes: %s\n",
-							iov[i].iov_len, strerror(errno));
+						fprintf(stderr, "mrc_wirefuzz: send: %s\n",
+							strerror(errno));
 					errors++;
 					r = 1;
 				} else {
