@@ -22,9 +22,9 @@
 #          iterations / (DUR - 2 MARGIN), goodput for READ and SEND =
 #          rate x 64 KiB. One configuration by default (MTU 9000, 100
 #          Mbit/s), shaped as in loss, the providers alternating per
-#          point; per tool: lossless at the start and at the end (their
-#          mean is the denominator), random loss on the data direction
-#          and on both directions. The data direction is the one the
+#          point; per tool: lossless at the start, (full mode) in the
+#          middle and at the end (their mean is the denominator), random
+#          loss on the data direction and on both directions. The data direction is the one the
 #          payload takes: requester (A, perftest client) -> responder (B)
 #          for SEND and for atomics (whose responses carry 8 bytes), but
 #          responder -> requester for READ: for ib_read_bw the netem of
@@ -426,24 +426,33 @@ ops_lat() {
 	done
 }
 
+# ops_lossless TOOL MTU RATE REP NL
+ops_lossless() {
+	say "ops: $1, MTU $2, $3 Mbit/s, lossless (run $4 of $5)"
+	ops_point "$1" "$2" "$3" none 0 "$4" - -
+}
+
 scen_ops() {
-	local cfg mtu rate p tool rep
+	local cfg mtu rate p tool rep nl=3
+	# lossless at the start, (full mode) in the middle and at the end
+	[ "$QUICK" = 0 ] || nl=2
 	for cfg in ${OPS_CONFIGS//,/ }; do
 		mtu=${cfg%%:*} rate=${cfg#*:}
 		bench_topo "$mtu" || return
 		for tool in ${OPS_TOOLS//,/ }; do
-			say "ops: $tool, MTU $mtu, $rate Mbit/s, lossless (run 1 of 2)"
-			ops_point "$tool" "$mtu" "$rate" none 0 1 - -
+			rep=1
+			ops_lossless "$tool" "$mtu" "$rate" $rep $nl
 			for p in ${OPS_LOSS//,/ }; do
 				say "ops: $tool, MTU $mtu, $rate Mbit/s, $p % random loss on the data direction"
 				ops_point "$tool" "$mtu" "$rate" data "$p" 1 "loss random $p%" -
 			done
+			[ "$nl" = 2 ] || { rep=$((rep + 1)); ops_lossless "$tool" "$mtu" "$rate" $rep $nl; }
 			for p in ${OPS_LOSS_BOTH//,/ }; do
 				say "ops: $tool, MTU $mtu, $rate Mbit/s, $p % random loss on both directions"
 				ops_point "$tool" "$mtu" "$rate" both "$p" 1 "loss random $p%" "loss random $p%"
 			done
-			say "ops: $tool, MTU $mtu, $rate Mbit/s, lossless (run 2 of 2)"
-			ops_point "$tool" "$mtu" "$rate" none 0 2 - -
+			rep=$((rep + 1))
+			ops_lossless "$tool" "$mtu" "$rate" $rep $nl
 		done
 	done
 	# latency: the first configuration's MTU and rate

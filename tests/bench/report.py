@@ -280,10 +280,13 @@ def ops_details(ops):
             fake = {"counters": g(m, "counters"), "qdisc": g(m, "qdisc")}
             k = (f"retx {ctr(fake, 'a', 'retransmitted_packets')}/{ctr(fake, 'b', 'retransmitted_packets')}, "
                  f"rack {ctr(fake, 'a', 'rack_losses')}, tlp {ctr(fake, 'a', 'tail_loss_probes')}, "
-                 f"rto {ctr(fake, 'a', 'rto_events')}") if m else "-"
-            loss = " / ".join(fmt(g(v, "measured_loss_pct"), 2) for v in (m, x))
+                 f"rto {ctr(fake, 'a', 'rto_events')}, spurious {ctr(fake, 'a', 'spurious_retransmits')}, "
+                 f"cc cuts {ctr(fake, 'a', 'cc_window_cuts')}") if m else "-"
+            both = lambda k, nd, sc=1: " / ".join(fmt(sc * g(v, k) if g(v, k) is not None else None, nd)
+                                                   for v in (m, x))
             rows.append([f"{tool}, {c['mtu']}/{c['rate_mbit']}", ops_case(pt), ratio(m), ratio(x),
-                         ops_abs(tool, m), ops_abs(tool, x), *ops_target(tool, pt, m), loss, k])
+                         ops_abs(tool, m), ops_abs(tool, x), *ops_target(tool, pt, m),
+                         both("measured_loss_pct", 2), both("wire_mbps", 1), both("cpu_util", 0, 100), k])
     return rows
 
 
@@ -976,18 +979,22 @@ def lost_pkts(run, role):
 def ops_md(summary):
     md = ["", "## Operations under loss", "",
           "ib_read_bw and ib_send_bw 64 KiB, ib_atomic_bw (fetch-and-add), 1 QP, perftest -D/-f as the loss runs; "
-          "ratio = completed operations / the provider's own lossless mean (lossless runs at the start and at "
-          "the end of each tool); READ's data direction is responder -> requester (the responses), SEND's and "
+          "ratio = completed operations / the provider's own lossless mean (lossless runs at the start, in the "
+          "middle (full mode) and at the end of each tool); READ's data direction is responder -> requester (the responses), SEND's and "
           "the atomics' requester -> responder. loss % = netem's random drops on the data direction "
-          "(metaroce / rxe); counters: metaroce's requester (A) / responder (B) retransmitted packets and the "
-          "requester's loss detections. Targets (issue 50) on both loss placements.", ""]
+          "(metaroce / rxe); wire = bytes leaving the switch on the data direction, guest CPU = busy share of "
+          "both vCPUs in the steady part (near 100 %: the CPU, not the link, limits; both perftest ends "
+          "busy-poll); counters: metaroce's requester (A) / responder (B) retransmitted packets and the "
+          "requester's loss detections, spurious retransmissions and window cuts. Targets (issue 50) on both "
+          "loss placements.", ""]
     if "ops" in summary:
         md.append(md_table(["tool, config", "case", "metaroce ratio", "rxe ratio", "metaroce", "rxe", "target",
-                            "result", "loss %", "metaroce counters"], ops_details(summary["ops"])))
+                            "result", "loss %", "wire Mbit/s", "guest CPU %", "metaroce counters"],
+                           ops_details(summary["ops"])))
         base = [f"{c['tool']}: " + ", ".join(
             f"{p} " + " / ".join(fmt(x, 0) for x in c["lossless_runs"].get(p, [])) for p in PROVS)
             for c in summary["ops"]]
-        md += ["", "Lossless runs (start / end, operations per second): " + "; ".join(base)]
+        md += ["", "Lossless runs (in order, operations per second): " + "; ".join(base)]
     if "ops_lat" in summary:
         md += ["", "ib_read_lat (2 bytes) and ib_atomic_lat, pinned as the latency scenario: lossless unshaped, "
                "and at 1 % random loss on both directions with the loss runs' shaping; lowest run / median of runs, "
