@@ -980,8 +980,8 @@ def ops_md(summary):
     md = ["", "## Operations under loss", "",
           "ib_read_bw and ib_send_bw 64 KiB, ib_atomic_bw (fetch-and-add), 1 QP, perftest -D/-f as the loss runs; "
           "ratio = completed operations / the provider's own lossless mean (lossless runs at the start, in the "
-          "middle (full mode) and at the end of each tool); READ's data direction is responder -> requester (the responses), SEND's and "
-          "the atomics' requester -> responder. loss % = netem's random drops on the data direction "
+          "middle (full mode) and at the end of each tool); READ's data direction is responder -> requester "
+          "(the responses), SEND's and the atomics' requester -> responder. loss % = netem's random drops on the data direction "
           "(metaroce / rxe); wire = bytes leaving the switch on the data direction, guest CPU = busy share of "
           "both vCPUs in the steady part (near 100 %: the CPU, not the link, limits; both perftest ends "
           "busy-poll); counters: metaroce's requester (A) / responder (B) retransmitted packets and the "
