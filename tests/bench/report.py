@@ -286,7 +286,8 @@ def ops_details(ops):
                                                    for v in (m, x))
             rows.append([f"{tool}, {c['mtu']}/{c['rate_mbit']}", ops_case(pt), ratio(m), ratio(x),
                          ops_abs(tool, m), ops_abs(tool, x), *ops_target(tool, pt, m),
-                         both("measured_loss_pct", 2), both("wire_mbps", 1), both("cpu_util", 0, 100), k])
+                         both("measured_loss_pct", 2), both("overflow_drops", 0), both("wire_mbps", 1),
+                         both("cpu_util", 0, 100), k])
     return rows
 
 
@@ -982,14 +983,14 @@ def ops_md(summary):
           "ratio = completed operations / the provider's own lossless mean (lossless runs at the start, in the "
           "middle (full mode) and at the end of each tool); READ's data direction is responder -> requester "
           "(the responses), SEND's and the atomics' requester -> responder. loss % = netem's random drops on the data direction "
-          "(metaroce / rxe); wire = bytes leaving the switch on the data direction, guest CPU = busy share of "
+          "(metaroce / rxe), overflow = tbf queue drops (both directions); wire = bytes leaving the switch on the data direction, guest CPU = busy share of "
           "both vCPUs in the steady part (near 100 %: the CPU, not the link, limits; both perftest ends "
           "busy-poll); counters: metaroce's requester (A) / responder (B) retransmitted packets and the "
           "requester's loss detections, spurious retransmissions and window cuts. Targets (issue 50) on both "
           "loss placements.", ""]
     if "ops" in summary:
         md.append(md_table(["tool, config", "case", "metaroce ratio", "rxe ratio", "metaroce", "rxe", "target",
-                            "result", "loss %", "wire Mbit/s", "guest CPU %", "metaroce counters"],
+                            "result", "loss %", "overflow", "wire Mbit/s", "guest CPU %", "metaroce counters"],
                            ops_details(summary["ops"])))
         base = [f"{c['tool']}: " + ", ".join(
             f"{p} " + " / ".join(fmt(x, 0) for x in c["lossless_runs"].get(p, [])) for p in PROVS)
