@@ -12,7 +12,8 @@
  *   dma     (L3) get_dma_mr with a remote access flag fails, a local one
  *           works, and the core then refuses IB_PD_UNSAFE_GLOBAL_RKEY
  *   irq     (C4) sends and receives posted with IRQs off, from a timer
- *           (softirq) and from a hard-IRQ hrtimer; the CQ handler runs in
+ *           (softirq) and from a hard-IRQ hrtimer (not on PREEMPT_RT,
+ *           where no driver may be called so); the CQ handler runs in
  *           task context with IRQs on and reposts a receive inline;
  *           every message arrives intact
  *   inline  (L5) an inline send just over max_inline, and one whose SGE
@@ -449,6 +450,26 @@ static enum hrtimer_restart ulp_hrtimer_fn(struct hrtimer *t)
 	return HRTIMER_NORESTART;
 }
 
+/*
+ * On PREEMPT_RT a spinlock_t sleeps: no driver can be called with IRQs
+ * off or from hard-IRQ context there, so those contexts become task
+ * context and a soft hrtimer.
+ */
+#define ULP_HRT_MODE	(IS_ENABLED(CONFIG_PREEMPT_RT) ? HRTIMER_MODE_REL_SOFT \
+						     : HRTIMER_MODE_REL_HARD)
+
+static void ulp_irq_save(unsigned long *flags)
+{
+	if (!IS_ENABLED(CONFIG_PREEMPT_RT))
+		local_irq_save(*flags);
+}
+
+static void ulp_irq_restore(unsigned long flags)
+{
+	if (!IS_ENABLED(CONFIG_PREEMPT_RT))
+		local_irq_restore(flags);
+}
+
 /* all receives, then the sends of the three contexts one after another */
 static bool ulp_irq_traffic(struct ulp_pair *p)
 {
@@ -459,12 +480,12 @@ static bool ulp_irq_traffic(struct ulp_pair *p)
 
 	for (i = 0; i < ULP_NMSG; i++)
 		ulp_fill_msg(p->sbuf + i * ULP_MSG, i, false);
-	local_irq_save(flags);
+	ulp_irq_save(&flags);
 	for (i = 0; i < ULP_NMSG; i++)
 		errs += !!ulp_post_recv(p, i);
-	lost = !irqs_disabled();
+	lost = !IS_ENABLED(CONFIG_PREEMPT_RT) && !irqs_disabled();
 	ulp_post_range(p, 0);
-	local_irq_restore(flags);
+	ulp_irq_restore(flags);
 	spin_lock_irqsave(&p->lock, flags);
 	p->post_err += errs;
 	p->irqs_lost += lost;
@@ -478,9 +499,9 @@ static bool ulp_irq_traffic(struct ulp_pair *p)
 	ok = ulp_wait(p, 2 * ULP_PER_CTX, 2 * ULP_PER_CTX) && ok;
 
 	reinit_completion(&p->posted);
-	hrtimer_init(&p->hrt, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
+	hrtimer_init(&p->hrt, CLOCK_MONOTONIC, ULP_HRT_MODE);
 	p->hrt.function = ulp_hrtimer_fn;
-	hrtimer_start(&p->hrt, ms_to_ktime(1), HRTIMER_MODE_REL_HARD);
+	hrtimer_start(&p->hrt, ms_to_ktime(1), ULP_HRT_MODE);
 	wait_for_completion(&p->posted);
 	hrtimer_cancel(&p->hrt);
 	return ulp_wait(p, ULP_NMSG, ULP_NMSG) && ok;
