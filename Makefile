@@ -36,7 +36,7 @@ all: module provider
 module:
 	$(MAKE) $(KBUILD_ARGS) W=1 modules
 
-# a kernel ULP for tests/vm/34-local-abuse.sh, against the same KDIR
+# a kernel ULP for tests/vm/13-local-abuse.sh, against the same KDIR
 kmod:
 	$(MAKE) $(KMOD_ARGS) W=1 modules
 

@@ -22,7 +22,7 @@
  *
  * The QPs are RC QPs of the one device, connected to each other through
  * the device's first IPv4 RoCE v2 GID.  This is a test module: it is built
- * by "make kmod" and loaded only by tests/vm/34-local-abuse.sh.
+ * by "make kmod" and loaded only by tests/vm/13-local-abuse.sh.
  */
 #include <linux/debugfs.h>
 #include <linux/delay.h>
