@@ -10,6 +10,7 @@
 #   make bench      metaroce vs rxe benchmarks in the test bed (not in check)
 #   make fuzz       libFuzzer harnesses of the engine, 20 s each (in check)
 #   make install    install the module (and point ld.so at the provider)
+#   make kmod       the test ULP module tests/kmod/mrc_ulp_test.ko (tests)
 #
 # KDIR: kernel build tree.  Default: the running kernel's, if it exists,
 # else the newest installed Debian linux-headers-*-amd64 (the test-bed
@@ -26,13 +27,18 @@ METAROCE_CACHE ?= /var/cache/metaroce
 export METAROCE_CACHE
 
 KBUILD_ARGS := -C $(KDIR) M=$(MOD_DIR) CONFIG_RDMA_METAROCE=m
+KMOD_ARGS := -C $(KDIR) M=$(CURDIR)/tests/kmod
 
-.PHONY: all module provider deps check check-debug kunit fuzz vmtest lint demo bench install clean
+.PHONY: all module kmod provider deps check check-debug kunit fuzz vmtest lint demo bench install clean
 
 all: module provider
 
 module:
 	$(MAKE) $(KBUILD_ARGS) W=1 modules
+
+# a kernel ULP for tests/vm/13-local-abuse.sh, against the same KDIR
+kmod:
+	$(MAKE) $(KMOD_ARGS) W=1 modules
 
 provider:
 	scripts/build-rdma-core
@@ -55,7 +61,7 @@ kunit:
 fuzz:
 	scripts/fuzz
 
-vmtest: module provider
+vmtest: module kmod provider
 	$(MAKE) -C tests/tools
 	tests/run-vm-tests
 
@@ -83,3 +89,4 @@ install: module
 
 clean:
 	$(MAKE) $(KBUILD_ARGS) clean
+	$(MAKE) $(KMOD_ARGS) clean

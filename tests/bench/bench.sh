@@ -16,6 +16,26 @@
 #          loss on the data direction; lossless runs at the start, in the
 #          middle and at the end of each configuration (the ratio's
 #          denominator is their mean, their spread shows the noise).
+#   ops    READ, atomics and SEND under loss (issue 50): ib_read_bw and
+#          ib_send_bw 64 KiB, ib_atomic_bw (fetch-and-add, 8 bytes), 1
+#          QP, perftest -D DUR -f MARGIN as in loss; rate = completed
+#          iterations / (DUR - 2 MARGIN), goodput for READ and SEND =
+#          rate x 64 KiB. One configuration by default (MTU 9000, 100
+#          Mbit/s), shaped as in loss, the providers alternating per
+#          point; per tool: lossless at the start, (full mode) in the
+#          middle and at the end (their mean is the denominator), random
+#          loss on the data direction and on both directions. The data direction is the one the
+#          payload takes: requester (A, perftest client) -> responder (B)
+#          for SEND and for atomics (whose responses carry 8 bytes), but
+#          responder -> requester for READ: for ib_read_bw the netem of
+#          the switch port towards A (pa / rpa) drops, and that port's
+#          bytes and counters are the record's "data" (data_port). Then
+#          ib_read_lat (2 bytes) and ib_atomic_lat, pinned as in lat,
+#          unshaped and lossless, and at 1 % random loss on both
+#          directions shaped as in loss: median and 99th percentile.
+#          perftest's default outstanding READ/atomic depth is kept (-o:
+#          the device's max_qp_rd_atom, 16 for metaroce, 128 for rxe).
+#          Quick mode: 1 and 10 % only, one latency run per point.
 #   eff    unshaped ib_write_bw (CPU-bound): goodput, and guest CPU seconds
 #          per GB from /proc/stat sampled in the switch namespace while the
 #          traffic runs (report.py takes the steady part of the samples).
@@ -83,7 +103,8 @@
 # in the bench of faf0fcb, 12 RTOs and 0.993 of lossless).
 #
 # Environment (only METAROCE_* / MRC_* reach the guest):
-#   METAROCE_BENCH             scenarios (default loss,eff,lat,recov,mp,incast)
+#   METAROCE_BENCH             scenarios (default loss,ops,eff,lat,recov,mp,
+#                              incast)
 #   METAROCE_BENCH_QUICK=1     fewer loss points and repetitions, shorter runs
 #   METAROCE_BENCH_PROVIDERS   default metaroce,rxe
 #   METAROCE_BENCH_CONFIGS     loss configurations MTU:MBIT (default
@@ -92,6 +113,13 @@
 #                              1,10); METAROCE_BENCH_LOSS_BOTH likewise
 #                              for both directions (quick 1); set but
 #                              empty: no such points
+#   METAROCE_BENCH_OPS_CONFIGS  ops configurations MTU:MBIT (default
+#                              9000:100, also in quick mode)
+#   METAROCE_BENCH_OPS_LOSS    ops loss points in % (default 0.1,1,5,10;
+#                              quick 1,10); METAROCE_BENCH_OPS_LOSS_BOTH
+#                              likewise for both directions (default: the
+#                              same points)
+#   METAROCE_BENCH_OPS_TOOLS   default ib_read_bw,ib_atomic_bw,ib_send_bw
 #   METAROCE_BENCH_GEMODEL     bursty loss "P,R" (netem loss gemodel P% R%;
 #                              default 0.2,20: ~1 % loss in bursts of ~5)
 #   METAROCE_BENCH_QUEUE_PKTS  queue size, see above
@@ -144,19 +172,25 @@ trap topo_cleanup EXIT
 
 QUICK=${METAROCE_BENCH_QUICK:-0}
 [ "$QUICK" = 1 ] || QUICK=0
-SCENARIOS=${METAROCE_BENCH:-loss,eff,lat,recov,mp,incast}
+SCENARIOS=${METAROCE_BENCH:-loss,ops,eff,lat,recov,mp,incast}
 IFS=, read -ra PROVS <<<"${METAROCE_BENCH_PROVIDERS:-metaroce,rxe}"
 QPKTS=${METAROCE_BENCH_QUEUE_PKTS:-192}
 if [ "$QUICK" = 1 ]; then
 	DUR=7 MARGIN=1 REPS=1 LAT_REPS=1 LAT_N=500 RECOV_MB=16
 	CONFIGS=${METAROCE_BENCH_CONFIGS:-9000:100}
 	LOSS=${METAROCE_BENCH_LOSS-1,10} LOSS_BOTH=${METAROCE_BENCH_LOSS_BOTH-1}
+	OPS_LOSS=${METAROCE_BENCH_OPS_LOSS-1,10} OPS_LAT_REPS=1
 else
 	# latency runs are short and the noisiest: more of them
 	DUR=12 MARGIN=2 REPS=3 LAT_REPS=5 LAT_N=2000 RECOV_MB=64
 	CONFIGS=${METAROCE_BENCH_CONFIGS:-9000:100,1500:50}
 	LOSS=${METAROCE_BENCH_LOSS-0.1,1,5,10} LOSS_BOTH=${METAROCE_BENCH_LOSS_BOTH-$LOSS}
+	OPS_LOSS=${METAROCE_BENCH_OPS_LOSS-0.1,1,5,10} OPS_LAT_REPS=2
 fi
+OPS_CONFIGS=${METAROCE_BENCH_OPS_CONFIGS:-9000:100}
+OPS_LOSS_BOTH=${METAROCE_BENCH_OPS_LOSS_BOTH-$OPS_LOSS}
+OPS_TOOLS=${METAROCE_BENCH_OPS_TOOLS:-ib_read_bw,ib_atomic_bw,ib_send_bw}
+OPS_LAT_N=$LAT_N
 if [ "$QUICK" = 1 ]; then
 	MP_DUR=${METAROCE_BENCH_MP_DUR:-8} MP_MARGIN=1 MP_REPS=1
 	INC_DUR=${METAROCE_BENCH_INCAST_DUR:-12}
@@ -331,6 +365,107 @@ scen_loss() {
 		rep=$((rep + 1))
 		say "loss: MTU $mtu, $rate Mbit/s, lossless (run $rep of $nl)"
 		loss_point "$mtu" "$rate" none none 0 $rep - -
+	done
+}
+
+# --- scenario 1b: READ, atomics and SEND under loss (issue 50) -------------------------------
+# ops_ports: the data of READ flows responder (B, the perftest server) ->
+# requester (A, the client), so for ib_read_bw the switch port towards A
+# carries the data: swap the selected provider's ports, and bench_shape,
+# bench_qstats and the poller all see the responses as "data".
+ops_ports() {
+	[ "$1" = ib_read_bw ] || return 0
+	local p=$B_DATA_PORT
+	B_DATA_PORT=$B_ACK_PORT B_ACK_PORT=$p
+}
+
+# ops/s with 1 decimal from iterations in WIN seconds
+ops_rate() { local r=$(($1 * 10 / $2)); printf '%d.%d' $((r / 10)) $((r % 10)); }
+
+# ops_point TOOL MTU RATE DIR PCT REP DATA-NETEM REVERSE-NETEM
+ops_point() {
+	local tool=$1 mtu=$2 rate=$3 dir=$4 pct=$5 rep=$6 dnet=$7 rnet=$8 prov iters gp ops qb args
+	qb=$(qbytes)
+	args=(-F -Q 1 -D "$DUR" -f "$MARGIN")
+	# atomics are 8 bytes by definition
+	[ "$tool" = ib_atomic_bw ] || args+=(-s "$SIZE")
+	prov_order
+	for prov in "${ORDER[@]}"; do
+		bench_prov "$prov" || continue
+		ops_ports "$tool"
+		bench_shape "$rate" "$qb" "$dnet" "$rnet"
+		PRE_HOOK=loss_pre POST_HOOK=bench_poll_stop
+		perf_try /tmp/bench_ops $((DUR + 90)) "$tool" "${args[@]}"
+		PRE_HOOK='' POST_HOOK=''
+		iters='' gp='' ops=''
+		read -r _ iters _ <<<"$P_LINE"
+		if [[ $iters =~ ^[0-9]+$ ]]; then
+			ops=$(ops_rate "$iters" "$WINDOW")
+			[ "$tool" = ib_atomic_bw ] || gp=$(mbps "$iters" "$WINDOW")
+		fi
+		bench_record "\"scen\":\"ops\",\"tool\":\"$tool\",\"prov\":\"$prov\",\"mtu\":$mtu,\"rate_mbit\":$rate,\"dir\":\"$dir\",\"loss_pct\":$(jnum "$pct"),\"rep\":$rep,\"size\":$([ "$tool" = ib_atomic_bw ] && echo 8 || echo $SIZE),\"dur_s\":$DUR,\"margin_s\":$MARGIN,\"window_s\":$WINDOW,\"iters\":$(jnum "$iters"),\"ops_per_s\":$(jnum "$ops"),\"goodput_mbps\":$(jnum "$gp"),\"data_port\":\"$B_DATA_PORT\",\"queue_bytes\":$qb,\"user_hz\":100,\"samples\":$BENCH_POLL_JSON,\"netem_data\":$(jstr "$dnet"),\"netem_ack\":$(jstr "$rnet"),\"qdisc\":$(bench_qstats),$(run_fields)"
+		printf '  %-8s %10s ops/s %8s Mbit/s (%s iterations in %ss, exit %s, %ss)\n' "$prov" "${ops:-FAILED}" "${gp:--}" "${iters:-?}" "$WINDOW" "$P_RC" "$P_WALL"
+	done
+}
+
+# ops_lat TOOL RATE PCT REP: a latency run per provider; PCT 0: unshaped,
+# as the lat scenario; else shaped at RATE with PCT % loss both ways
+ops_lat() {
+	local tool=$1 rate=$2 pct=$3 rep=$4 prov f size=2 args net=- dir=none
+	args=(-F -C -n "$OPS_LAT_N")
+	if [ "$tool" = ib_atomic_lat ]; then size=8; else args+=(-s 2); fi
+	[ "$pct" = 0 ] || { net="loss random $pct%" dir=both; }
+	prov_order
+	for prov in "${ORDER[@]}"; do
+		bench_prov "$prov" || continue
+		if [ "$pct" = 0 ]; then bench_shape 0 0 - -; else bench_shape "$rate" "$(qbytes)" "$net" "$net"; fi
+		perf_try /tmp/bench_olat 120 $LAT_PIN "$tool" "${args[@]}"
+		read -ra f <<<"$P_LINE"
+		bench_record "\"scen\":\"ops_lat\",\"prov\":\"$prov\",\"tool\":\"$tool\",\"rep\":$rep,\"size\":$size,\"dir\":\"$dir\",\"loss_pct\":$(jnum "$pct"),\"rate_mbit\":$([ "$pct" = 0 ] && echo 0 || echo "$rate"),\"iters\":$(jnum "${f[1]:-}"),\"unit\":\"cycles\",\"tsc_mhz\":$(jnum "$TSC_MHZ"),\"min\":$(jnum "${f[2]:-}"),\"max\":$(jnum "${f[3]:-}"),\"median\":$(jnum "${f[4]:-}"),\"avg\":$(jnum "${f[5]:-}"),\"p99\":$(jnum "${f[7]:-}"),\"p999\":$(jnum "${f[8]:-}"),\"qdisc\":$(bench_qstats),$(run_fields)"
+		printf '  %-8s median %s p99 %s us (exit %s)\n' "$prov" "$(cyc_us "${f[4]:-}")" "$(cyc_us "${f[7]:-}")" "$P_RC"
+	done
+}
+
+# ops_lossless TOOL MTU RATE REP NL
+ops_lossless() {
+	say "ops: $1, MTU $2, $3 Mbit/s, lossless (run $4 of $5)"
+	ops_point "$1" "$2" "$3" none 0 "$4" - -
+}
+
+scen_ops() {
+	local cfg mtu rate p tool rep nl=3
+	# lossless at the start, (full mode) in the middle and at the end
+	[ "$QUICK" = 0 ] || nl=2
+	for cfg in ${OPS_CONFIGS//,/ }; do
+		mtu=${cfg%%:*} rate=${cfg#*:}
+		bench_topo "$mtu" || return
+		for tool in ${OPS_TOOLS//,/ }; do
+			rep=1
+			ops_lossless "$tool" "$mtu" "$rate" $rep $nl
+			for p in ${OPS_LOSS//,/ }; do
+				say "ops: $tool, MTU $mtu, $rate Mbit/s, $p % random loss on the data direction"
+				ops_point "$tool" "$mtu" "$rate" data "$p" 1 "loss random $p%" -
+			done
+			[ "$nl" = 2 ] || { rep=$((rep + 1)); ops_lossless "$tool" "$mtu" "$rate" $rep $nl; }
+			for p in ${OPS_LOSS_BOTH//,/ }; do
+				say "ops: $tool, MTU $mtu, $rate Mbit/s, $p % random loss on both directions"
+				ops_point "$tool" "$mtu" "$rate" both "$p" 1 "loss random $p%" "loss random $p%"
+			done
+			rep=$((rep + 1))
+			ops_lossless "$tool" "$mtu" "$rate" $rep $nl
+		done
+	done
+	# latency: the first configuration's MTU and rate
+	cfg=${OPS_CONFIGS%%,*}
+	mtu=${cfg%%:*} rate=${cfg#*:}
+	bench_topo "$mtu" || return
+	for tool in ib_read_lat ib_atomic_lat; do
+		for p in 0 1; do
+			for ((rep = 1; rep <= OPS_LAT_REPS; rep++)); do
+				say "ops: $tool, $OPS_LAT_N iterations, $p % loss on both directions (run $rep of $OPS_LAT_REPS)"
+				ops_lat "$tool" "$rate" "$p" "$rep"
+			done
+		done
 	done
 }
 

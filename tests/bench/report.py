@@ -182,6 +182,157 @@ def verdict(ok, *vals):
     return "**pass**" if ok else "**MISS**"
 
 
+# --- scenario 1b: READ, atomics and SEND under loss --------------------------
+# metaroce rate / its lossless rate, per tool and loss point (issue 50);
+# judged on loss on the data direction and on both directions
+OPS_TARGETS = {"ib_read_bw": {1.0: 0.95, 10.0: 0.85}, "ib_atomic_bw": {1.0: 0.90}}
+OPS_TOOLS = ("ib_read_bw", "ib_atomic_bw", "ib_send_bw")
+OPS_LAT_TOOLS = ("ib_read_lat", "ib_atomic_lat")
+
+
+def ops_point(sel, base):
+    """one provider at one loss point: mean rate and its ratio to base"""
+    ops = mean([r.get("ops_per_s") for r in sel])
+    cpu = [steady_cpu(r) for r in sel]
+    return {"ops_per_s": ops, "goodput_mbps": mean([r.get("goodput_mbps") for r in sel]),
+            "ratio": ops / base if ops is not None and base else None, "runs": len(sel),
+            "failed": sum(1 for r in sel if r.get("ops_per_s") is None),
+            "iters": sum(r.get("iters") or 0 for r in sel),
+            "measured_loss_pct": mean([qstat(r, "data")[0] for r in sel]),
+            "overflow_drops": sum((qstat(r, "data")[1] or 0) + (qstat(r, "ack")[1] or 0) for r in sel),
+            "cpu_util": mean([c[2] for c in cpu]),
+            "wire_mbps": mean([c[1] * 8 / 1e6 if c[1] is not None else None for c in cpu]),
+            "data_port": sel[-1].get("data_port"),
+            "counters": sel[-1].get("counters"), "qdisc": sel[-1].get("qdisc")}
+
+
+def summarize_ops(runs):
+    out = []
+    cfgs = sorted({(r["mtu"], r["rate_mbit"]) for r in runs}, key=lambda c: -c[0])
+    order = {"none": 0, "data": 1, "both": 2}
+    for mtu, rate in cfgs:
+        for tool in [t for t in OPS_TOOLS if any(r["tool"] == t for r in runs)]:
+            rs = [r for r in runs if r["mtu"] == mtu and r["rate_mbit"] == rate and r["tool"] == tool]
+            if not rs:
+                continue
+            lossless = {p: [r.get("ops_per_s") for r in rs if r["prov"] == p and r["dir"] == "none"] for p in PROVS}
+            base = {p: mean(v) for p, v in lossless.items()}
+            keys = sorted({(r["dir"], float(r["loss_pct"] or 0)) for r in rs}, key=lambda k: (order[k[0]], k[1]))
+            points = []
+            for d, p in keys:
+                pt = {"dir": d, "loss_pct": p, "prov": {}}
+                for prov in PROVS:
+                    sel = [r for r in rs if r["prov"] == prov and r["dir"] == d and float(r["loss_pct"] or 0) == p]
+                    if sel:
+                        pt["prov"][prov] = ops_point(sel, base[prov])
+                points.append(pt)
+            out.append({"mtu": mtu, "rate_mbit": rate, "tool": tool, "lossless_ops": base,
+                        "lossless_runs": lossless, "points": points})
+    return out
+
+
+def ops_abs(tool, v):
+    """absolute rate: Mbit/s of goodput, or operations per second"""
+    if not v:
+        return "n/a"
+    if tool == "ib_atomic_bw":
+        return fmt(v["ops_per_s"], 0, " ops/s")
+    return fmt(v["goodput_mbps"], 1, " Mbit/s")
+
+
+def ops_case(pt):
+    if pt["dir"] == "none":
+        return "lossless (mean of %d)" % max((v["runs"] for v in pt["prov"].values()), default=0)
+    return f"{pct_label(pt['loss_pct'])} on {'data' if pt['dir'] == 'data' else 'both dirs'}"
+
+
+def ops_target(tool, pt, m):
+    t = OPS_TARGETS.get(tool, {}).get(pt["loss_pct"]) if pt["dir"] != "none" else None
+    if t is None:
+        return "-", "-"
+    return f">= {t:.2f}", verdict(m and m["ratio"] is not None and m["ratio"] >= t, m)
+
+
+def ops_rows(ops):
+    """rows of the main table (scenario, case, metaroce, rxe, target, result)"""
+    rows = []
+    for c in ops:
+        scen = f"ops, {c['tool']}, MTU {c['mtu']}, {c['rate_mbit']} Mbit/s"
+        for pt in c["points"]:
+            m, x = pt["prov"].get("metaroce"), pt["prov"].get("rxe")
+            if pt["dir"] == "none":
+                cell = lambda v: ops_abs(c["tool"], v)
+            else:
+                cell = lambda v: f"{fmt(v['ratio'], 3)} ({ops_abs(c['tool'], v)})" if v else "n/a"
+            rows.append([scen, ops_case(pt), cell(m), cell(x), *ops_target(c["tool"], pt, m)])
+    return rows
+
+
+def ops_details(ops):
+    """the "Operations under loss" table: ratios, rates and what the wire did"""
+    rows = []
+    for c in ops:
+        tool = c["tool"]
+        for pt in c["points"]:
+            m, x = pt["prov"].get("metaroce"), pt["prov"].get("rxe")
+            g = lambda v, k: v.get(k) if v else None
+            ratio = lambda v: fmt(g(v, "ratio"), 3) if pt["dir"] != "none" else "1 (base)"
+            fake = {"counters": g(m, "counters"), "qdisc": g(m, "qdisc")}
+            k = (f"retx {ctr(fake, 'a', 'retransmitted_packets')}/{ctr(fake, 'b', 'retransmitted_packets')}, "
+                 f"rack {ctr(fake, 'a', 'rack_losses')}, tlp {ctr(fake, 'a', 'tail_loss_probes')}, "
+                 f"rto {ctr(fake, 'a', 'rto_events')}, spurious {ctr(fake, 'a', 'spurious_retransmits')}, "
+                 f"cc cuts {ctr(fake, 'a', 'cc_window_cuts')}") if m else "-"
+            both = lambda k, nd, sc=1: " / ".join(fmt(sc * g(v, k) if g(v, k) is not None else None, nd)
+                                                   for v in (m, x))
+            rows.append([f"{tool}, {c['mtu']}/{c['rate_mbit']}", ops_case(pt), ratio(m), ratio(x),
+                         ops_abs(tool, m), ops_abs(tool, x), *ops_target(tool, pt, m),
+                         both("measured_loss_pct", 2), both("overflow_drops", 0), both("wire_mbps", 1),
+                         both("cpu_util", 0, 100), k])
+    return rows
+
+
+def summarize_ops_lat(runs):
+    out = {}
+    for tool in OPS_LAT_TOOLS:
+        for p in sorted({float(r["loss_pct"] or 0) for r in runs}):
+            for prov in PROVS:
+                sel = [r for r in runs if r["tool"] == tool and r["prov"] == prov and float(r["loss_pct"] or 0) == p]
+                if not sel:
+                    continue
+                s = summarize_lat(sel, (tool,)).get(tool, {}).get(prov)
+                if s:
+                    out.setdefault(tool, {}).setdefault(str(p), {})[prov] = s
+    return out
+
+
+def ops_lat_cases(ol):
+    """(tool, case, n, metaroce, rxe, median cell, target, result) per point"""
+    g = lambda v, k: v.get(k) if v else None
+    cell = lambda v, k: f"{fmt(g(v, k + '_best'), 1)} / {fmt(g(v, k), 1)} us"
+    for tool, by in ol.items():
+        for p, d in by.items():
+            m, x = d.get("metaroce"), d.get("rxe")
+            case = "lossless, unshaped" if float(p) == 0 else f"{float(p):g} % on both dirs, shaped"
+            mb, xb = g(m, "median_us_best"), g(x, "median_us_best")
+            yield (tool, case, (m or x)["runs"], cell, m, x, "<= rxe (lowest run)",
+                   verdict(mb is not None and xb is not None and mb <= xb, mb, xb))
+
+
+def ops_lat_rows(ol):
+    rows = []
+    for tool, case, n, cell, m, x, target, res in ops_lat_cases(ol):
+        rows.append([f"ops latency, {tool}", f"{case}: median (lowest of {n} runs / median of runs)",
+                     cell(m, "median_us"), cell(x, "median_us"), target, res])
+        rows.append([f"ops latency, {tool}", f"{case}: 99th percentile (lowest run / median of runs)",
+                     cell(m, "p99_us"), cell(x, "p99_us"), "-", "-"])
+    return rows
+
+
+def ops_lat_details(ol):
+    return [[tool, f"{case} ({n} runs)", cell(m, "median_us"), cell(x, "median_us"), cell(m, "p99_us"),
+             cell(x, "p99_us"), target, res] for tool, case, n, cell, m, x, target, res in ops_lat_cases(ol)]
+
+
 # --- scenario 2: efficiency --------------------------------------------------
 def steady_cpu(run):
     """CPU-seconds per second and wire bytes per second over the steady part
@@ -244,9 +395,9 @@ def eff_rows(eff):
 
 
 # --- scenario 3: latency -----------------------------------------------------
-def summarize_lat(runs):
+def summarize_lat(runs, tools=("ib_write_lat", "ib_send_lat")):
     out = {}
-    for tool in ("ib_write_lat", "ib_send_lat"):
+    for tool in tools:
         for prov in PROVS:
             sel = [r for r in runs if r["tool"] == tool and r["prov"] == prov]
             if not sel:
@@ -810,6 +961,8 @@ def run_case(r):
         return f"MTU {r.get('mtu')} {r.get('dir')} {r.get('model')} {r.get('loss_pct')} % (run {r.get('rep')})"
     if s == "lat":
         return f"{r.get('tool')} (run {r.get('rep')})"
+    if s in ("ops", "ops_lat"):
+        return f"{r.get('tool')} {r.get('dir')} {r.get('loss_pct')} % (run {r.get('rep')})"
     if s == "recov":
         return f"outage {r.get('outage_ms')} ms (run {r.get('rep')})"
     if s == "mp":
@@ -824,6 +977,34 @@ def lost_pkts(run, role):
     return max(q["dropped"] - (q.get("overflow") or 0), 0)
 
 
+def ops_md(summary):
+    md = ["", "## Operations under loss", "",
+          "ib_read_bw and ib_send_bw 64 KiB, ib_atomic_bw (fetch-and-add), 1 QP, perftest -D/-f as the loss runs; "
+          "ratio = completed operations / the provider's own lossless mean (lossless runs at the start, in the "
+          "middle (full mode) and at the end of each tool); READ's data direction is responder -> requester "
+          "(the responses), SEND's and the atomics' requester -> responder. loss % = netem's random drops on the data direction "
+          "(metaroce / rxe), overflow = tbf queue drops (both directions); wire = bytes leaving the switch on the data direction, guest CPU = busy share of "
+          "both vCPUs in the steady part (near 100 %: the CPU, not the link, limits; both perftest ends "
+          "busy-poll); counters: metaroce's requester (A) / responder (B) retransmitted packets and the "
+          "requester's loss detections, spurious retransmissions and window cuts. Targets (issue 50) on both "
+          "loss placements.", ""]
+    if "ops" in summary:
+        md.append(md_table(["tool, config", "case", "metaroce ratio", "rxe ratio", "metaroce", "rxe", "target",
+                            "result", "loss %", "overflow", "wire Mbit/s", "guest CPU %", "metaroce counters"],
+                           ops_details(summary["ops"])))
+        base = [f"{c['tool']}: " + ", ".join(
+            f"{p} " + " / ".join(fmt(x, 0) for x in c["lossless_runs"].get(p, [])) for p in PROVS)
+            for c in summary["ops"]]
+        md += ["", "Lossless runs (in order, operations per second): " + "; ".join(base)]
+    if "ops_lat" in summary:
+        md += ["", "ib_read_lat (2 bytes) and ib_atomic_lat, pinned as the latency scenario: lossless unshaped, "
+               "and at 1 % random loss on both directions with the loss runs' shaping; lowest run / median of runs, "
+               "in microseconds.", ""]
+        md.append(md_table(["tool", "case", "metaroce median", "rxe median", "metaroce p99", "rxe p99",
+                            "target (median)", "result"], ops_lat_details(summary["ops_lat"])))
+    return md
+
+
 def cmd_render(args):
     path = args.results
     with open(path) as f:
@@ -835,6 +1016,12 @@ def cmd_render(args):
     if by("loss"):
         summary["loss"] = summarize_loss(by("loss"))
         rows += loss_rows(summary["loss"])
+    if by("ops"):
+        summary["ops"] = summarize_ops(by("ops"))
+        rows += ops_rows(summary["ops"])
+    if by("ops_lat"):
+        summary["ops_lat"] = summarize_ops_lat(by("ops_lat"))
+        rows += ops_lat_rows(summary["ops_lat"])
     if by("eff"):
         summary["eff"] = summarize_eff(by("eff"))
         rows += eff_rows(summary["eff"])
@@ -852,7 +1039,7 @@ def cmd_render(args):
     if by("incast"):
         summary["incast"] = summarize_incast(by("incast"), by("incast_ping"))
         rows += incast_rows(summary["incast"])
-    known = {"loss", "eff", "lat", "recov", "mp", "incast", "incast_ping", "prof", "perf"}
+    known = {"loss", "ops", "ops_lat", "eff", "lat", "recov", "mp", "incast", "incast_ping", "prof", "perf"}
     other = sorted({r.get("scen") for r in runs} - known)
     targets = [r for r in rows if r[4] != "-"]
     summary["targets"] = {"total": len(targets), "pass": sum(1 for r in targets if "pass" in r[5]),
@@ -912,6 +1099,8 @@ def cmd_render(args):
             f"{p} " + " / ".join(fmt(x, 1) for x in c["lossless_runs"].get(p, [])) for p in PROVS)
             for c in summary["loss"]]
         md += ["", "Lossless runs (start / end, Mbit/s): " + "; ".join(base)]
+    if "ops" in summary or "ops_lat" in summary:
+        md += ops_md(summary)
     if "recov" in summary:
         md += ["", "## Recovery runs", ""]
         rr = []
@@ -1087,6 +1276,10 @@ def make_plots(summary, by, outdir):
         fig.savefig(os.path.join(outdir, name), dpi=110)
         plt.close(fig)
         files.append(name)
+    if "ops" in summary:
+        f = plot_ops(plt, summary["ops"], outdir)
+        if f:
+            files.append(f)
     if "eff" in summary:
         e = summary["eff"]
         fig, axs = plt.subplots(1, 2, figsize=(7, 3.5))
@@ -1171,6 +1364,48 @@ def make_plots(summary, by, outdir):
         if f:
             files.append(f)
     return files
+
+
+def plot_ops(plt, ops, outdir):
+    """ratio vs loss, one line per tool x provider, data and both directions"""
+    tc = {"ib_read_bw": "tab:blue", "ib_atomic_bw": "tab:green", "ib_send_bw": "tab:purple"}
+    pst = {"metaroce": ("-", "o"), "rxe": (":", "x")}
+    xs = sorted({pt["loss_pct"] for c in ops for pt in c["points"] if pt["dir"] != "none"})
+    if not xs:
+        return None
+    fig, axs = plt.subplots(1, 2, figsize=(10, 4.5), sharey=True)
+    top = 1.0
+    for ax, d in zip(axs, ("data", "both")):
+        for c in ops:
+            for prov in PROVS:
+                pts = [(0.0, 1.0)] + sorted((pt["loss_pct"], pt["prov"][prov]["ratio"]) for pt in c["points"]
+                                            if pt["dir"] == d and prov in pt["prov"]
+                                            and pt["prov"][prov]["ratio"] is not None)
+                if len(pts) < 2:
+                    continue
+                top = max([top] + [p[1] for p in pts])
+                ls, mk = pst[prov]
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], ls=ls, marker=mk, color=tc.get(c["tool"]),
+                        label=f"{c['tool']}, {prov}")
+            for p, t in OPS_TARGETS.get(c["tool"], {}).items():
+                if p <= max(xs):
+                    ax.plot([p], [t], ls="none", marker="_", ms=18, mew=2, color=tc.get(c["tool"]))
+        ax.set_xscale("symlog", linthresh=0.1)
+        ax.set_xlim(0, max(xs) * 1.1)
+        ax.set_xticks([0] + xs)
+        ax.set_xticklabels([f"{x:g}" for x in [0] + xs])
+        ax.set_xlabel(f"random packet loss on {'the data direction' if d == 'data' else 'both directions'} (%)")
+        ax.grid(True, alpha=0.3)
+    axs[0].set_ylim(0, min(max(1.1, top * 1.05), 2.0))
+    axs[0].set_ylabel("operations / own lossless operations")
+    axs[1].legend(fontsize=7, loc="lower left")
+    c = ops[0]
+    fig.suptitle(f"READ, atomics and SEND under loss, 1 QP, MTU {c['mtu']}, {c['rate_mbit']} Mbit/s "
+                 "(dashes: metaroce targets)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "ops.png"), dpi=110)
+    plt.close(fig)
+    return "ops.png"
 
 
 def plot_mp(plt, mp, runs, colors, outdir):
