@@ -94,26 +94,14 @@ static bool distinct(const struct mrc_path *p)
 }
 
 /*
- * The port to avoid is passed over when the set has another.  Checked
- * only for a pick that starts on a round's first entry: a pick that
- * crosses into a new round may visit the avoided entry twice and another
- * never (n = 2: a new round that starts on it), and then returns it
- * (reported).  -DFZ_AVOID_ALWAYS checks every pick.
+ * The port to avoid is passed over when the set has another, also when
+ * the pick crosses into a new round.
  */
-static bool avoid_checked(const struct mrc_path *p)
-{
-#ifdef FZ_AVOID_ALWAYS
-	return true;
-#else
-	return !p->round_left || p->round_left == p->n;
-#endif
-}
-
 static void op_pick(struct fz *f, struct mrc_path *p)
 {
 	u16 avoid = fz_bool(f) ? pick_port(f, p) : 0, port;
 	bool avoidable = p->n > 1 && mrc_path_index(p, avoid) >= 0 &&
-			 p->n <= 32 && avoid_checked(p) && distinct(p);
+			 p->n <= 32 && distinct(p);
 	u64 retired = p->retired;
 	int idx;
 

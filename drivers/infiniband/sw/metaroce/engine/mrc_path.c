@@ -325,10 +325,18 @@ u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid)
 {
 	u32 cursor = p->cursor, round_left = p->round_left, rng = p->rng;
 	struct mrc_path_ent *e = NULL;
-	u32 i;
+	u32 i, limit = p->n;
 
-	for (i = 0; i < p->n; i++) {
-		struct mrc_path_ent *c = mrc_path_step(p);
+	for (i = 0; i < limit; i++) {
+		struct mrc_path_ent *c;
+
+		/*
+		 * A round that begins mid-search starts at random and may
+		 * revisit what the old one offered: search all of it.
+		 */
+		if (i && !p->round_left)
+			limit = i + p->n;
+		c = mrc_path_step(p);
 
 		if ((c->port == avoid && p->n > 1) ||
 		    !mrc_path_usable(p, c, now) || mrc_path_shed(p, c))
@@ -344,7 +352,8 @@ u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid)
 		p->round_left = round_left;
 		p->rng = rng;
 		e = mrc_path_step(p);
-		if (e->port == avoid && p->n > 1)
+		/* a new round may start on @avoid again */
+		for (i = 0; i < p->n && e->port == avoid && p->n > 1; i++)
 			e = mrc_path_step(p);
 	}
 	mrc_path_count(p, e, now);

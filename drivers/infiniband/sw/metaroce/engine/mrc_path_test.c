@@ -97,6 +97,30 @@ static u32 pt_count(struct mrc_path *p, u16 port, u32 npick, u32 now)
 	return hits;
 }
 
+/* the avoided port is passed over also when a pick crosses into a new round */
+static void mrc_path_avoid_round_edge(struct kunit *test)
+{
+	struct mrc_path_ent ents[3];
+	struct mrc_path p;
+	u32 k, seed, bad = 0, missed = 0;
+
+	for (seed = 1; seed <= 20; seed++) {
+		mrc_path_init(&p, ents, 2, seed, false);
+		for (k = 0; k < 50; k++)
+			bad += mrc_path_pick(&p, 0, ents[0].port) ==
+			       ents[0].port;
+		/* one of three skipped: the other two take every turn */
+		mrc_path_init(&p, ents, 3, seed, true);
+		p.balance_rounds = 0;
+		mrc_path_on_ack(&p, ents[2].port, true, 0, 0);
+		for (k = 0; k < 50; k++)
+			missed += mrc_path_pick(&p, 1, ents[0].port) !=
+				  ents[1].port;
+	}
+	KUNIT_EXPECT_EQ(test, bad, 0u);
+	KUNIT_EXPECT_EQ(test, missed, 0u);
+}
+
 /* a CE echo skips the entropy for skip_us, then it is used again */
 static void mrc_path_ce_skips_then_returns(struct kunit *test)
 {
@@ -885,6 +909,7 @@ static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_round_robin_even),
 	KUNIT_CASE(mrc_path_acks_sample_all),
 	KUNIT_CASE(mrc_path_avoid),
+	KUNIT_CASE(mrc_path_avoid_round_edge),
 	KUNIT_CASE(mrc_path_ce_skips_then_returns),
 	KUNIT_CASE(mrc_path_unaware_ignores),
 	KUNIT_CASE(mrc_path_loss_retires),
