@@ -134,11 +134,24 @@ static void mrc_path_retire(struct mrc_path *p, struct mrc_path_ent *e)
 	p->retired++;
 }
 
+/*
+ * @e's skip still runs at @now.  No skip is longer than the longest one
+ * mrc_path_skip() sets: more time left than that is a skip that ended
+ * so long ago that the clock wrapped (after an idle spell of 2^31 us).
+ */
+static bool mrc_path_skip_runs(const struct mrc_path *p,
+			       const struct mrc_path_ent *e, u32 now)
+{
+	u32 longest = p->skip_us > MRC_PATH_SKIP_MAX_US ? p->skip_us :
+		      MRC_PATH_SKIP_MAX_US;
+
+	return e->skipping && e->skip_until - now - 1 < longest;
+}
+
 static bool mrc_path_usable(const struct mrc_path *p,
 			    const struct mrc_path_ent *e, u32 now)
 {
-	return !p->aware || !e->skipping ||
-	       !mrc_time_before(now, e->skip_until);
+	return !p->aware || !mrc_path_skip_runs(p, e, now);
 }
 
 /* the next entry of the current round; a new round starts at random */
@@ -271,7 +284,7 @@ static void mrc_path_balance(struct mrc_path *p)
 static void mrc_path_count(struct mrc_path *p, struct mrc_path_ent *e,
 			   u32 now)
 {
-	if (e->skipping && !mrc_time_before(now, e->skip_until))
+	if (e->skipping && !mrc_path_skip_runs(p, e, now))
 		e->skipping = false;
 	if (++e->sent >= p->epoch_pkts) {
 		/* an epoch of this entropy's packets: old evidence fades */

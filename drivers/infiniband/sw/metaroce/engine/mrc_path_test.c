@@ -121,6 +121,31 @@ static void mrc_path_avoid_round_edge(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, missed, 0u);
 }
 
+/* a skip that ended long ago stays ended, also 2^31 us later */
+static void mrc_path_skip_ends_for_good(struct kunit *test)
+{
+	struct mrc_path_ent ents[3];
+	struct mrc_path p;
+	u32 now;
+
+	mrc_path_init(&p, ents, 3, 3, true);
+	p.balance_rounds = 0;
+	mrc_path_on_ack(&p, ents[0].port, true, 0, 0);
+	KUNIT_EXPECT_EQ(test, pt_count(&p, ents[0].port, 6, 10), 0u);
+	/* idle, then traffic again: every entropy takes turns */
+	now = ents[0].skip_until + 0x80000000u + 500;
+	KUNIT_EXPECT_GE(test, pt_count(&p, ents[0].port, 6, now), 1u);
+	/* and a skip of the maximal length still runs near its end */
+	mrc_path_on_ack(&p, ents[1].port, false, 100, now);
+	mrc_path_on_ack(&p, ents[0].port, false, 100 + MRC_PATH_SKIP_MAX_US * 2,
+			now);
+	KUNIT_EXPECT_TRUE(test, ents[0].skipping);
+	KUNIT_EXPECT_EQ(test, pt_count(&p, ents[0].port, 6,
+				       now + MRC_PATH_SKIP_MAX_US - 1), 0u);
+	KUNIT_EXPECT_GE(test, pt_count(&p, ents[0].port, 6,
+				       now + MRC_PATH_SKIP_MAX_US), 1u);
+}
+
 /* a CE echo skips the entropy for skip_us, then it is used again */
 static void mrc_path_ce_skips_then_returns(struct kunit *test)
 {
@@ -910,6 +935,7 @@ static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_acks_sample_all),
 	KUNIT_CASE(mrc_path_avoid),
 	KUNIT_CASE(mrc_path_avoid_round_edge),
+	KUNIT_CASE(mrc_path_skip_ends_for_good),
 	KUNIT_CASE(mrc_path_ce_skips_then_returns),
 	KUNIT_CASE(mrc_path_unaware_ignores),
 	KUNIT_CASE(mrc_path_loss_retires),
