@@ -62,19 +62,30 @@ static bool mrc_path_port_clash(const struct mrc_path *p, u16 port)
 	return false;
 }
 
-/* a port in MRC_PATH_PORT_BASE.., not clashing with this set (best effort) */
+/*
+ * A port in MRC_PATH_PORT_BASE.., not clashing with this set: a random
+ * draw, or if a few draws clash (a set that fills most of the sender's
+ * table), the next free port after the last draw.  Consecutive ports
+ * cover every table entry, and the set has fewer ports than the range.
+ */
 static u16 mrc_path_fresh_port(struct mrc_path *p)
 {
-	u16 port = 0;
+	u32 r = 0, k;
 	int tries;
 
 	for (tries = 0; tries < 32; tries++) {
-		port = MRC_PATH_PORT_BASE |
-		       (mrc_path_rand(p) & MRC_PATH_PORT_MASK);
-		if (!mrc_path_port_clash(p, port))
-			break;
+		r = mrc_path_rand(p);
+		if (!mrc_path_port_clash(p, MRC_PATH_PORT_BASE |
+					 (r & MRC_PATH_PORT_MASK)))
+			return MRC_PATH_PORT_BASE | (r & MRC_PATH_PORT_MASK);
 	}
-	return port;
+	for (k = 1; k <= MRC_PATH_PORT_MASK; k++) {
+		u16 port = MRC_PATH_PORT_BASE | ((r + k) & MRC_PATH_PORT_MASK);
+
+		if (!mrc_path_port_clash(p, port))
+			return port;
+	}
+	return MRC_PATH_PORT_BASE | (r & MRC_PATH_PORT_MASK);
 }
 
 static void mrc_path_ent_reset(struct mrc_path_ent *e, u16 port)

@@ -146,6 +146,43 @@ static void mrc_path_skip_ends_for_good(struct kunit *test)
 				       now + MRC_PATH_SKIP_MAX_US), 1u);
 }
 
+/* @p's ports that repeat one another, or a table entry while it is small */
+static u32 pt_clashes(const struct mrc_path *p)
+{
+	u32 i, j, n = 0;
+
+	for (i = 0; i < p->n; i++)
+		for (j = 0; j < i; j++)
+			if (p->ents[i].port == p->ents[j].port ||
+			    (p->n < MRC_TX_PATHS &&
+			     !((p->ents[i].port ^ p->ents[j].port) &
+			       (MRC_TX_PATHS - 1))))
+				n++;
+	return n;
+}
+
+/* large sets too get distinct ports, at creation and after redraws */
+static void mrc_path_large_sets_distinct(struct kunit *test)
+{
+	static const u32 sizes[] = { 33, 48, MRC_TX_PATHS - 1, MRC_PATH_MAX };
+	struct mrc_path_ent *ents;
+	struct mrc_path p;
+	u32 seed, i, k, clashes = 0;
+
+	ents = kunit_kcalloc(test, MRC_PATH_MAX, sizeof(*ents), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, ents);
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		for (seed = 1; seed <= 100; seed++) {
+			mrc_path_init(&p, ents, sizes[i], seed, true);
+			clashes += pt_clashes(&p);
+			for (k = 0; k < p.n; k += 2)
+				mrc_path_replace(&p, ents[k].port);
+			clashes += pt_clashes(&p);
+		}
+	}
+	KUNIT_EXPECT_EQ(test, clashes, 0u);
+}
+
 /* a CE echo skips the entropy for skip_us, then it is used again */
 static void mrc_path_ce_skips_then_returns(struct kunit *test)
 {
@@ -936,6 +973,7 @@ static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_avoid),
 	KUNIT_CASE(mrc_path_avoid_round_edge),
 	KUNIT_CASE(mrc_path_skip_ends_for_good),
+	KUNIT_CASE(mrc_path_large_sets_distinct),
 	KUNIT_CASE(mrc_path_ce_skips_then_returns),
 	KUNIT_CASE(mrc_path_unaware_ignores),
 	KUNIT_CASE(mrc_path_loss_retires),
