@@ -4,7 +4,8 @@
 # a) mrc_srqgone: N receives on an SRQ; responders on it are destroyed (not
 #    in the error state) while multi-packet SENDs arrive; a last responder
 #    must then get every receive not completed yet (data checked), each
-#    once, and then find the SRQ empty (RNR).
+#    once, and then find the SRQ empty (RNR).  The tool talks to itself
+#    through lo, delayed and lossy here so that messages are under way.
 # b) credit_hold_us above its limit is clamped, with a warning, at rdma
 #    link add.
 # vm-test-timeout: 300
@@ -27,6 +28,9 @@ t_ok "two hosts with metaroce devices (GID index $GID_A / $GID_B)"
 srqgone=$RC_REPO/tests/tools/mrc_srqgone
 [ -x "$srqgone" ] && ! [ "$srqgone.c" -nt "$srqgone" ] ||
 	make -s -C "$RC_REPO/tests/tools" mrc_srqgone >/dev/null 2>&1
+# loopback through the device's own GID: delay and loss on lo keep messages
+# under way when a responder is destroyed (without, all have arrived)
+in_host "$TOPO_A" tc qdisc add dev lo root netem delay 5ms loss 2%
 for run in 1 2; do
 	if out=$(in_host "$TOPO_A" timeout 120 "$srqgone" "$RC_DEV_A" "$GID_A" 4 2>&1); then
 		t_ok "run $run: every SRQ receive completes once after responders were destroyed mid-stream: ${out#srqgone: ok }"
@@ -34,6 +38,7 @@ for run in 1 2; do
 		t_fail "run $run: every SRQ receive completes once after responders were destroyed mid-stream" "$out"
 	fi
 done
+in_host "$TOPO_A" tc qdisc del dev lo root
 qps=$(in_host "$TOPO_A" rdma res show qp 2>/dev/null | grep -c "type RC" || true)
 t_check "no QP of the tool left ($qps)" [ "$qps" -eq 0 ]
 
