@@ -1134,6 +1134,7 @@ struct mrc_credit_flow {
 #define MRC_CREDIT_EPOCH_MAX	8	/* an epoch waits for them this many epoch_us */
 #define MRC_CREDIT_HOLD_TURNS	2	/* a hold lasts up to twice its expected wait */
 #define MRC_CREDIT_HOLD_CAP	16	/* but at most this many hold_max_us */
+#define MRC_CREDIT_HOLD_MAX_US	1000000	/* largest hold_max_us: the cap fits 2^31 */
 #define MRC_CREDIT_CEIL_SHIFT	2	/* growth stops at level + level / 4 */
 #define MRC_CREDIT_SOLO_EPOCHS	8	/* alone this many epochs: pool_max */
 #define MRC_CREDIT_CREEP	128	/* there the level rises 1/128 an epoch */
@@ -1180,8 +1181,9 @@ u32 mrc_credit_grant(struct mrc_credit *c);
 u32 mrc_credit_wnd(u32 credit, u32 path, u32 seg);
 /*
  * Hold ACKs for rotation, each for at least @hold_max_us before it is
- * sent anyway (0: never hold).  With holds on, the pool may shrink below
- * one packet per active flow.
+ * sent anyway (0: never hold), at most MRC_CREDIT_HOLD_MAX_US (larger
+ * values are clamped).  With holds on, the pool may shrink below one
+ * packet per active flow.
  */
 void mrc_credit_set_hold(struct mrc_credit *c, u32 hold_max_us);
 /**

@@ -53,6 +53,8 @@ static void check_state(const struct mrc_credit *c,
 	FZ_CHECK(c->active >= 1);
 	FZ_CHECK(c->solo <= MRC_CREDIT_SOLO_EPOCHS);
 	FZ_CHECK(c->seen_both <= c->seen);
+	FZ_CHECK(c->hold_max_us <= MRC_CREDIT_HOLD_MAX_US &&
+		 c->hold_max_us <= m.hold_hi);
 	FZ_CHECK(c->gap_us <= m.hold_hi);
 	FZ_CHECK(c->cuts >= m.cuts && c->holds >= m.holds &&
 		 c->hold_timeouts >= m.hold_timeouts);
@@ -127,13 +129,15 @@ static void op_wnd(struct fz *f)
 }
 
 /*
- * credit_hold_us: 0 (no holds) or up to 2^28 us.  Beyond that 16 times
- * it no longer fits in 32 bits and mrc_credit_hold_for() returns a
- * truncated hold (reported; the parameter is not clamped).
+ * credit_hold_us: 0 (no holds) or anything up to 2^32 - 1: the engine
+ * clamps it to MRC_CREDIT_HOLD_MAX_US, so that 16 times it fits the
+ * 32-bit clock (op_hold checks the hold's bounds).
  */
 static u32 pick_hold(struct fz *f)
 {
-	return fz_bool(f) ? fz_u32(f) % (1u << 28) : 0;
+	if (!fz_bool(f))
+		return 0;
+	return fz_bool(f) ? fz_u32(f) : fz_u32(f) % (MRC_CREDIT_HOLD_MAX_US + 1);
 }
 
 int LLVMFuzzerTestOneInput(const u8 *data, size_t size)

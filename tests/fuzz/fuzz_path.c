@@ -5,12 +5,15 @@
  * replacements and dry spells, on ports of the set or any other.
  *
  * Checked after every operation: the set keeps its clamped size, every
- * index (cursor, last) is in range, every port is a fresh-port draw, a
- * pick returns a port of the set (not the one to avoid, when another
- * exists and nothing was redrawn), the loss and RTT bookkeeping equals
- * the entries' sum, skips end within their documented length and the
- * counters only grow.  The entries are a heap array of exactly the
- * clamped size, so AddressSanitizer sees any access past them.
+ * index (cursor, last) is in range, every port is a fresh-port draw, the
+ * ports are distinct (and one per table entry of the sender while the
+ * set is smaller than the table), a pick returns a port of the set (not
+ * the one to avoid, when another exists and nothing was redrawn), and
+ * the round's next entry when that is usable by a 64-bit model clock,
+ * the loss and RTT bookkeeping equals the entries' sum, skips end within
+ * their documented length and the counters only grow.  The entries are a
+ * heap array of exactly the clamped size, so AddressSanitizer sees any
+ * access past them.
  */
 #include <stdlib.h>
 
@@ -20,13 +23,33 @@
 
 struct model {
 	u32 now;
+	u64 now64;			/* the same clock, never wrapping */
 	u32 n;
 	u32 until[MRC_PATH_MAX];	/* skip_until last seen per entry */
+	u64 end64[MRC_PATH_MAX];	/* when that skip ends, on now64 */
 	u64 switches, retired, ce_echoes, delay_skips, rebalanced, losses;
 	u64 undone;
 };
 
 static struct model m;
+
+static void advance(u32 us)
+{
+	m.now += us;
+	m.now64 += us;
+}
+
+/* distinct ports, and distinct table entries while the set is small */
+static bool distinct(const struct mrc_path *p)
+{
+	u32 i, j, mask = p->n < MRC_TX_PATHS ? MRC_TX_PATHS - 1 : 0xffff;
+
+	for (i = 0; i < p->n; i++)
+		for (j = 0; j < i; j++)
+			if (!((p->ents[i].port ^ p->ents[j].port) & mask))
+				return false;
+	return true;
+}
 
 static void check_state(const struct mrc_path *p)
 {
@@ -46,13 +69,12 @@ static void check_state(const struct mrc_path *p)
 		FZ_CHECK(e->sent < p->epoch_pkts);
 		/*
 		 * A new skip lasts skip_us, or up to MRC_PATH_SKIP_MAX_US for
-		 * delay.  (It is not checked later: once 2^31 us have passed,
-		 * a stale skip looks current again until the next balance
-		 * window redraws the entry; reported.)
+		 * delay; op_pick() checks on the model clock that it ends.
 		 */
 		if (e->skipping && e->skip_until != m.until[i]) {
 			FZ_CHECK(e->skip_until - m.now >= p->skip_us);
 			FZ_CHECK(e->skip_until - m.now <= MRC_PATH_SKIP_MAX_US);
+			m.end64[i] = m.now64 + (e->skip_until - m.now);
 		}
 		m.until[i] = e->skip_until;
 	}
@@ -82,38 +104,42 @@ static u16 pick_port(struct fz *f, const struct mrc_path *p)
 	return k == 0xf0 ? 0 : fz_u16(f);
 }
 
-static bool distinct(const struct mrc_path *p)
+/*
+ * The round's next entry, if a pick must take it: the round goes on, the
+ * entry is not to be avoided, has no losses to shed turns for, and no
+ * skip runs by the model's clock (a stale one must not look current
+ * after the 32-bit clock wrapped).  NULL: no such claim.
+ */
+static const struct mrc_path_ent *next_due(const struct mrc_path *p,
+					   u16 avoid)
 {
-	u32 i, j;
+	const struct mrc_path_ent *c = &p->ents[p->cursor];
+	u64 end = m.end64[p->cursor];
 
-	for (i = 0; i < p->n; i++)
-		for (j = 0; j < i; j++)
-			if (p->ents[i].port == p->ents[j].port)
-				return false;
-	return true;
+	if (!p->round_left || (c->port == avoid && p->n > 1) || c->losses)
+		return NULL;
+	if (!p->aware || !c->skipping)
+		return c;
+	/*
+	 * Not while it runs, and not once the clock nears its next wrap
+	 * after the end: a 32-bit clock cannot tell it from a new skip.
+	 */
+	if (m.now64 < end || m.now64 - end >= (1ull << 32) -
+	    MRC_PATH_SKIP_MAX_US - p->skip_us)
+		return NULL;
+	return c;
 }
 
 /*
- * The port to avoid is passed over when the set has another.  Checked
- * only for a pick that starts on a round's first entry: a pick that
- * crosses into a new round may visit the avoided entry twice and another
- * never (n = 2: a new round that starts on it), and then returns it
- * (reported).  -DFZ_AVOID_ALWAYS checks every pick.
+ * The port to avoid is passed over when the set has another, also when
+ * the pick crosses into a new round.
  */
-static bool avoid_checked(const struct mrc_path *p)
-{
-#ifdef FZ_AVOID_ALWAYS
-	return true;
-#else
-	return !p->round_left || p->round_left == p->n;
-#endif
-}
-
 static void op_pick(struct fz *f, struct mrc_path *p)
 {
 	u16 avoid = fz_bool(f) ? pick_port(f, p) : 0, port;
-	bool avoidable = p->n > 1 && mrc_path_index(p, avoid) >= 0 &&
-			 p->n <= 32 && avoid_checked(p) && distinct(p);
+	bool avoidable = p->n > 1 && mrc_path_index(p, avoid) >= 0;
+	const struct mrc_path_ent *due = next_due(p, avoid);
+	u16 due_port = due ? due->port : 0;
 	u64 retired = p->retired;
 	int idx;
 
@@ -125,6 +151,8 @@ static void op_pick(struct fz *f, struct mrc_path *p)
 		FZ_CHECK(p->ents[p->last].port == port);
 		if (avoidable)
 			FZ_CHECK(port != avoid);
+		if (due)
+			FZ_CHECK(port == due_port);
 	}
 }
 
@@ -163,19 +191,16 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 	m.n = n_in < 1 ? 1 : n_in > MRC_PATH_MAX ? MRC_PATH_MAX : n_in;
 	aware = fz_bool(&f);
 	m.now = fz_start(&f);
+	m.now64 = m.now;
 	ents = malloc(m.n * sizeof(*ents));
 	FZ_CHECK(ents);
 	mrc_path_init(&p, ents, n_in, fz_u32(&f), aware);
-	/*
-	 * A fresh set has distinct ports.  Checked up to 32 entries only:
-	 * the draws of entries 33..63, which also avoid the others' low
-	 * bits, run out of tries now and then and the last draw may repeat
-	 * a port (reported; about 6 sets in 1000 of 40 or more entries).
-	 */
-	FZ_CHECK(p.n > 32 || distinct(&p));
+	FZ_CHECK(distinct(&p));
 	check_state(&p);
 
 	while (fz_left(&f)) {
+		u64 retired = p.retired;
+
 		switch (fz_u8(&f) % 10) {
 		case 0:
 		case 1:
@@ -203,10 +228,13 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 			break;
 		default:
 			k = fz_u8(&f);
-			m.now += k < 0xf0 ? k * 16u : fz_u32(&f) >> 4;
+			advance(k < 0xf0 ? k * 16u : fz_u32(&f) >> 4);
 			break;
 		}
 		check_state(&p);
+		/* redrawn ports are distinct too (quadratic: only then) */
+		if (p.retired != retired)
+			FZ_CHECK(distinct(&p));
 	}
 	free(ents);
 	return 0;

@@ -322,10 +322,19 @@ struct mrc_rwqe {
 	struct metaroce_sge sge[MRC_MAX_SGE];
 };
 
+/* SRQ WQEs a destroyed QP had taken and not used, back in the SRQ */
+struct mrc_srq_back {
+	struct list_head node;
+	u32 n;				/* WQEs in @w */
+	u32 next;			/* the next one to take */
+	struct mrc_rwqe w[];
+};
+
 struct mrc_srq {
 	struct ib_srq ibsrq;
-	spinlock_t lock;		/* ring, cons, limit */
+	spinlock_t lock;		/* ring, cons, limit, back */
 	struct mrc_ring ring;
+	struct list_head back;		/* mrc_srq_back, taken before the ring */
 	u32 srq_num;
 	u32 cons;			/* kernel consumer index */
 	u32 max_sge;
@@ -631,6 +640,7 @@ int mrc_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 int mrc_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad);
 bool mrc_srq_take(struct mrc_srq *srq, struct mrc_rwqe *out);
+void mrc_srq_give_back(struct mrc_srq *srq, struct mrc_srq_back *b);
 int mrc_rq_peek(struct mrc_qp *qp, u32 idx, struct mrc_rwqe *out);
 
 /* mrc_req.c: requester (send engine) */

@@ -100,7 +100,7 @@ MODULE_PARM_DESC(credit_target_us, "Queueing delay in front of the receiver that
 
 unsigned int mrc_credit_hold_us = 4000;
 module_param_named(credit_hold_us, mrc_credit_hold_us, uint, 0644);
-MODULE_PARM_DESC(credit_hold_us, "Receiver credits rotate among more senders than the pool has packets by holding ACKs; a held ACK goes anyway after this many microseconds, or after twice its expected wait if longer, up to 16 times this (default 4000; 0: no rotation, every sender keeps a packet), read at link add");
+MODULE_PARM_DESC(credit_hold_us, "Receiver credits rotate among more senders than the pool has packets by holding ACKs; a held ACK goes anyway after this many microseconds, or after twice its expected wait if longer, up to 16 times this (default 4000, at most 1000000; 0: no rotation, every sender keeps a packet), read at link add");
 
 bool mrc_credit_ecn = true;
 module_param_named(credit_ecn, mrc_credit_ecn, bool, 0644);
@@ -140,8 +140,25 @@ static u64 mrc_make_guid(struct net_device *ndev)
 	return get_unaligned_be64(g);
 }
 
+/*
+ * credit_hold_us beyond MRC_CREDIT_HOLD_MAX_US: 16 times it would not fit
+ * the engine's 32-bit clock.  Clamped where it is read, and said so.
+ */
+static u32 mrc_credit_hold_param(void)
+{
+	unsigned int hold = READ_ONCE(mrc_credit_hold_us);
+
+	if (hold <= MRC_CREDIT_HOLD_MAX_US)
+		return hold;
+	pr_warn("metaroce: credit_hold_us %u is above the limit %u, using %u\n",
+		hold, MRC_CREDIT_HOLD_MAX_US, MRC_CREDIT_HOLD_MAX_US);
+	WRITE_ONCE(mrc_credit_hold_us, MRC_CREDIT_HOLD_MAX_US);
+	return MRC_CREDIT_HOLD_MAX_US;
+}
+
 static int mrc_newlink(const char *name, struct net_device *ndev)
 {
+	u32 hold;
 	struct mrc_dev *mdev;
 	int err;
 
@@ -171,11 +188,12 @@ static int mrc_newlink(const char *name, struct net_device *ndev)
 	mdev->entropies = clamp_val(mrc_entropies, 1, MRC_PATH_MAX);
 	mdev->ordered = mrc_ordered;
 	spin_lock_init(&mdev->credit_lock);
+	hold = mrc_credit_hold_param();
 	/* one QP alone gets the largest window: credits only bite when shared */
-	mrc_credit_init(&mdev->credit, mrc_credit_hold_us ? 2 : 4,
+	mrc_credit_init(&mdev->credit, hold ? 2 : 4,
 			clamp_val(mrc_window, 16, MRC_TX_SLOTS),
 			mrc_credit_target_us, max(mrc_credit_epoch_us, 100u));
-	mrc_credit_set_hold(&mdev->credit, mrc_credit_hold_us);
+	mrc_credit_set_hold(&mdev->credit, hold);
 	xa_init_flags(&mdev->qpn_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&mdev->mr_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&mdev->srq_xa, XA_FLAGS_ALLOC1);
@@ -253,6 +271,7 @@ static int __init mrc_init(void)
 {
 	int err;
 
+	mrc_credit_hold_param();
 	mrc_wq = alloc_workqueue("metaroce", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!mrc_wq)
 		return -ENOMEM;

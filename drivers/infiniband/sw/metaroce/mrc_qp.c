@@ -340,6 +340,43 @@ static void mrc_qp_flush_srq_held(struct mrc_qp *qp)
 	}
 }
 
+/*
+ * A QP going away gives the SRQ WQEs it took and did not complete back
+ * to the SRQ, oldest first, for the SRQ's other QPs: it has nobody left to
+ * complete them to.  Called once nothing can take more (qp->dead, its work
+ * cancelled).  From ERR, mrc_flush_rq() may have flushed them already;
+ * if memory is short they are flushed too.
+ */
+static void mrc_qp_give_back_srq(struct mrc_qp *qp)
+{
+	struct mrc_srq_back *b;
+	u32 i, n = 0;
+
+	if (!qp->srq)
+		return;
+	for (i = 0; i < qp->rmsg_n; i++)
+		n += qp->rmsg[i].have_wqe;
+	if (!n)
+		return;
+	b = kmalloc(struct_size(b, w, n), GFP_KERNEL_ACCOUNT);
+	if (!b) {
+		mrc_qp_flush_srq_held(qp);
+		return;
+	}
+	b->n = n;
+	b->next = 0;
+	n = 0;
+	for (i = 0; i < qp->rmsg_n; i++) {
+		struct mrc_rmsg *m = &qp->rmsg[(qp->rmsn_base + i) &
+					       (qp->rmsg_n - 1)];
+
+		if (m->have_wqe)
+			b->w[n++] = m->wqe;
+		m->have_wqe = false;
+	}
+	mrc_srq_give_back(qp->srq, b);
+}
+
 /* state reset: queues emptied, engines idle */
 static void mrc_qp_reset(struct mrc_qp *qp)
 {
@@ -656,6 +693,7 @@ int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	cancel_work_sync(&qp->rq_flush_work);
 	skb_queue_purge(&qp->txq);
 	skb_queue_purge(&qp->ackq);
+	mrc_qp_give_back_srq(qp);
 	mrc_qp_free_bufs(qp);
 	atomic_dec(&mdev->n_qp);
 	return 0;
@@ -912,6 +950,7 @@ int mrc_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		goto err_count;
 	}
 	spin_lock_init(&srq->lock);
+	INIT_LIST_HEAD(&srq->back);
 	srq->is_user = !!udata;
 	srq->pd = to_mpd(ibsrq->pd);
 	depth = roundup_pow_of_two(init->attr.max_wr + 1);
@@ -983,14 +1022,19 @@ int mrc_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	struct mrc_srq *srq = to_msrq(ibsrq);
 	struct mrc_dev *mdev = to_mdev(ibsrq->device);
 
+	struct mrc_srq_back *b, *tmp;
 	struct mrc_ring ring;
+	LIST_HEAD(back);
 
 	xa_erase(&mdev->srq_xa, srq->srq_num);
 	spin_lock_bh(&srq->lock);
 	mrc_ring_detach(&srq->ring, &ring);
+	list_splice_init(&srq->back, &back);
 	spin_unlock_bh(&srq->lock);
 	/* an unmapped user ring is vfree()d here: not under the lock */
 	mrc_ring_free(&ring);
+	list_for_each_entry_safe(b, tmp, &back, node)
+		kfree(b);
 	atomic_dec(&mdev->n_srq);
 	return 0;
 }
@@ -1019,10 +1063,39 @@ int mrc_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	return err;
 }
 
+/* the oldest WQE given back (srq->lock held, the list not empty) */
+static void mrc_srq_take_back(struct mrc_srq *srq, struct mrc_rwqe *out)
+{
+	struct mrc_srq_back *b = list_first_entry(&srq->back,
+						  struct mrc_srq_back, node);
+
+	*out = b->w[b->next++];
+	if (b->next == b->n) {
+		list_del(&b->node);
+		kfree(b);
+	}
+}
+
+/**
+ * mrc_srq_give_back() - return WQEs taken from @srq but not used.
+ * @srq: the SRQ.
+ * @b: the WQEs, validated when they were taken; @srq owns @b from now.
+ *
+ * They are taken again, oldest first, before the ring's.
+ */
+void mrc_srq_give_back(struct mrc_srq *srq, struct mrc_srq_back *b)
+{
+	spin_lock_bh(&srq->lock);
+	list_add_tail(&b->node, &srq->back);
+	spin_unlock_bh(&srq->lock);
+}
+
 /**
  * mrc_srq_take() - take the next SRQ WQE.
  * @srq: the SRQ.
  * @out: the validated copy.
+ *
+ * WQEs given back by destroyed QPs come first, then the ring's.
  *
  * Return: true with @out filled; false if the SRQ is empty or the WQE was
  * malformed (then it is skipped).
@@ -1038,6 +1111,11 @@ bool mrc_srq_take(struct mrc_srq *srq, struct mrc_rwqe *out)
 	spin_lock_bh(&srq->lock);
 	if (!srq->ring.buf)
 		goto out;
+	if (!list_empty(&srq->back)) {
+		mrc_srq_take_back(srq, out);
+		ok = true;
+		goto out;
+	}
 	prod = mrc_ring_load(&srq->ring.hdr->prod);
 	if (prod == srq->cons || prod - srq->cons > srq->ring.depth)
 		goto out;

@@ -302,6 +302,9 @@ u32 mrc_credit_wnd(u32 credit, u32 path, u32 seg)
 
 void mrc_credit_set_hold(struct mrc_credit *c, u32 hold_max_us)
 {
+	/* a hold and its cap must stay comparable on the 32-bit clock */
+	if (hold_max_us > MRC_CREDIT_HOLD_MAX_US)
+		hold_max_us = MRC_CREDIT_HOLD_MAX_US;
 	c->hold_max_us = hold_max_us;
 	mrc_credit_clamp(c);
 }

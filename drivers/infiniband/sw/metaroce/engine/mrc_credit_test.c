@@ -407,6 +407,36 @@ static void mrc_credit_base_window(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mrc_credit_grant(&c), 64u);
 }
 
+/*
+ * A hold never wraps: with a huge hold_max_us (the module parameter is
+ * the caller's) the limit stays within [hold_max_us, 16 * hold_max_us]
+ * and the ACK is held for at least hold_max_us.
+ */
+static void mrc_credit_hold_huge(struct kunit *test)
+{
+	static const u32 huge[] = { 1u << 28, 1u << 31, 0xffffffffu };
+	struct mrc_credit_flow f[4], *rel;
+	struct mrc_credit c;
+	u32 i, now = 1000;
+
+	for (i = 0; i < ARRAY_SIZE(huge); i++) {
+		cr_start(&c, f, 4, 2, 64, 500, 1000);
+		mrc_credit_set_hold(&c, huge[i]);
+		KUNIT_EXPECT_GT(test, c.hold_max_us, 0u);
+		/* four flows, a pool of two, arrivals as slow as allowed */
+		c.active = 4;
+		c.pool = 2 * 256;
+		c.gap_us = c.hold_max_us;
+		KUNIT_EXPECT_TRUE(test, mrc_credit_hold(&c, &f[0], now, &rel));
+		KUNIT_EXPECT_GE(test, f[0].hold_for, c.hold_max_us);
+		KUNIT_EXPECT_LE(test, (u64)f[0].hold_for,
+				(u64)MRC_CREDIT_HOLD_CAP * c.hold_max_us);
+		KUNIT_EXPECT_TRUE(test, mrc_credit_hold(&c, &f[0],
+							now + c.hold_max_us - 1,
+							&rel));
+	}
+}
+
 /* more flows than the pool: ACKs are held and the pool's packets rotate */
 static void mrc_credit_hold_rotates(struct kunit *test)
 {
@@ -635,6 +665,7 @@ static struct kunit_case mrc_credit_cases[] = {
 	KUNIT_CASE(mrc_credit_pause_not_alone),
 	KUNIT_CASE(mrc_credit_base_window),
 	KUNIT_CASE(mrc_credit_hold_rotates),
+	KUNIT_CASE(mrc_credit_hold_huge),
 	KUNIT_CASE(mrc_credit_hold_incast),
 	KUNIT_CASE(mrc_credit_hold_slow_link),
 	{}

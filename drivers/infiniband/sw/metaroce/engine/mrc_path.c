@@ -62,19 +62,30 @@ static bool mrc_path_port_clash(const struct mrc_path *p, u16 port)
 	return false;
 }
 
-/* a port in MRC_PATH_PORT_BASE.., not clashing with this set (best effort) */
+/*
+ * A port in MRC_PATH_PORT_BASE.., not clashing with this set: a random
+ * draw, or if a few draws clash (a set that fills most of the sender's
+ * table), the next free port after the last draw.  Consecutive ports
+ * cover every table entry, and the set has fewer ports than the range.
+ */
 static u16 mrc_path_fresh_port(struct mrc_path *p)
 {
-	u16 port = 0;
+	u32 r = 0, k;
 	int tries;
 
 	for (tries = 0; tries < 32; tries++) {
-		port = MRC_PATH_PORT_BASE |
-		       (mrc_path_rand(p) & MRC_PATH_PORT_MASK);
-		if (!mrc_path_port_clash(p, port))
-			break;
+		r = mrc_path_rand(p);
+		if (!mrc_path_port_clash(p, MRC_PATH_PORT_BASE |
+					 (r & MRC_PATH_PORT_MASK)))
+			return MRC_PATH_PORT_BASE | (r & MRC_PATH_PORT_MASK);
 	}
-	return port;
+	for (k = 1; k <= MRC_PATH_PORT_MASK; k++) {
+		u16 port = MRC_PATH_PORT_BASE | ((r + k) & MRC_PATH_PORT_MASK);
+
+		if (!mrc_path_port_clash(p, port))
+			return port;
+	}
+	return MRC_PATH_PORT_BASE | (r & MRC_PATH_PORT_MASK);
 }
 
 static void mrc_path_ent_reset(struct mrc_path_ent *e, u16 port)
@@ -134,11 +145,24 @@ static void mrc_path_retire(struct mrc_path *p, struct mrc_path_ent *e)
 	p->retired++;
 }
 
+/*
+ * @e's skip still runs at @now.  No skip is longer than the longest one
+ * mrc_path_skip() sets: more time left than that is a skip that ended
+ * so long ago that the clock wrapped (after an idle spell of 2^31 us).
+ */
+static bool mrc_path_skip_runs(const struct mrc_path *p,
+			       const struct mrc_path_ent *e, u32 now)
+{
+	u32 longest = p->skip_us > MRC_PATH_SKIP_MAX_US ? p->skip_us :
+		      MRC_PATH_SKIP_MAX_US;
+
+	return e->skipping && e->skip_until - now - 1 < longest;
+}
+
 static bool mrc_path_usable(const struct mrc_path *p,
 			    const struct mrc_path_ent *e, u32 now)
 {
-	return !p->aware || !e->skipping ||
-	       !mrc_time_before(now, e->skip_until);
+	return !p->aware || !mrc_path_skip_runs(p, e, now);
 }
 
 /* the next entry of the current round; a new round starts at random */
@@ -271,7 +295,7 @@ static void mrc_path_balance(struct mrc_path *p)
 static void mrc_path_count(struct mrc_path *p, struct mrc_path_ent *e,
 			   u32 now)
 {
-	if (e->skipping && !mrc_time_before(now, e->skip_until))
+	if (e->skipping && !mrc_path_skip_runs(p, e, now))
 		e->skipping = false;
 	if (++e->sent >= p->epoch_pkts) {
 		/* an epoch of this entropy's packets: old evidence fades */
@@ -325,10 +349,18 @@ u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid)
 {
 	u32 cursor = p->cursor, round_left = p->round_left, rng = p->rng;
 	struct mrc_path_ent *e = NULL;
-	u32 i;
+	u32 i, limit = p->n;
 
-	for (i = 0; i < p->n; i++) {
-		struct mrc_path_ent *c = mrc_path_step(p);
+	for (i = 0; i < limit; i++) {
+		struct mrc_path_ent *c;
+
+		/*
+		 * A round that begins mid-search starts at random and may
+		 * revisit what the old one offered: search all of it.
+		 */
+		if (i && !p->round_left)
+			limit = i + p->n;
+		c = mrc_path_step(p);
 
 		if ((c->port == avoid && p->n > 1) ||
 		    !mrc_path_usable(p, c, now) || mrc_path_shed(p, c))
@@ -344,7 +376,8 @@ u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid)
 		p->round_left = round_left;
 		p->rng = rng;
 		e = mrc_path_step(p);
-		if (e->port == avoid && p->n > 1)
+		/* a new round may start on @avoid again */
+		for (i = 0; i < p->n && e->port == avoid && p->n > 1; i++)
 			e = mrc_path_step(p);
 	}
 	mrc_path_count(p, e, now);

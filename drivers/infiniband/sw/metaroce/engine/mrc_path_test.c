@@ -97,6 +97,92 @@ static u32 pt_count(struct mrc_path *p, u16 port, u32 npick, u32 now)
 	return hits;
 }
 
+/* the avoided port is passed over also when a pick crosses into a new round */
+static void mrc_path_avoid_round_edge(struct kunit *test)
+{
+	struct mrc_path_ent ents[3];
+	struct mrc_path p;
+	u32 k, seed, bad = 0, missed = 0;
+
+	for (seed = 1; seed <= 20; seed++) {
+		mrc_path_init(&p, ents, 2, seed, false);
+		for (k = 0; k < 50; k++)
+			bad += mrc_path_pick(&p, 0, ents[0].port) ==
+			       ents[0].port;
+		/* one of three skipped: the other two take every turn */
+		mrc_path_init(&p, ents, 3, seed, true);
+		p.balance_rounds = 0;
+		mrc_path_on_ack(&p, ents[2].port, true, 0, 0);
+		for (k = 0; k < 50; k++)
+			missed += mrc_path_pick(&p, 1, ents[0].port) !=
+				  ents[1].port;
+	}
+	KUNIT_EXPECT_EQ(test, bad, 0u);
+	KUNIT_EXPECT_EQ(test, missed, 0u);
+}
+
+/* a skip that ended long ago stays ended, also 2^31 us later */
+static void mrc_path_skip_ends_for_good(struct kunit *test)
+{
+	struct mrc_path_ent ents[3];
+	struct mrc_path p;
+	u32 now;
+
+	mrc_path_init(&p, ents, 3, 3, true);
+	p.balance_rounds = 0;
+	mrc_path_on_ack(&p, ents[0].port, true, 0, 0);
+	KUNIT_EXPECT_EQ(test, pt_count(&p, ents[0].port, 6, 10), 0u);
+	/* idle, then traffic again: every entropy takes turns */
+	now = ents[0].skip_until + 0x80000000u + 500;
+	KUNIT_EXPECT_GE(test, pt_count(&p, ents[0].port, 6, now), 1u);
+	/* and a skip of the maximal length still runs near its end */
+	mrc_path_on_ack(&p, ents[1].port, false, 100, now);
+	mrc_path_on_ack(&p, ents[0].port, false, 100 + MRC_PATH_SKIP_MAX_US * 2,
+			now);
+	KUNIT_EXPECT_TRUE(test, ents[0].skipping);
+	KUNIT_EXPECT_EQ(test, pt_count(&p, ents[0].port, 6,
+				       now + MRC_PATH_SKIP_MAX_US - 1), 0u);
+	KUNIT_EXPECT_GE(test, pt_count(&p, ents[0].port, 6,
+				       now + MRC_PATH_SKIP_MAX_US), 1u);
+}
+
+/* @p's ports that repeat one another, or a table entry while it is small */
+static u32 pt_clashes(const struct mrc_path *p)
+{
+	u32 i, j, n = 0;
+
+	for (i = 0; i < p->n; i++)
+		for (j = 0; j < i; j++)
+			if (p->ents[i].port == p->ents[j].port ||
+			    (p->n < MRC_TX_PATHS &&
+			     !((p->ents[i].port ^ p->ents[j].port) &
+			       (MRC_TX_PATHS - 1))))
+				n++;
+	return n;
+}
+
+/* large sets too get distinct ports, at creation and after redraws */
+static void mrc_path_large_sets_distinct(struct kunit *test)
+{
+	static const u32 sizes[] = { 33, 48, MRC_TX_PATHS - 1, MRC_PATH_MAX };
+	struct mrc_path_ent *ents;
+	struct mrc_path p;
+	u32 seed, i, k, clashes = 0;
+
+	ents = kunit_kcalloc(test, MRC_PATH_MAX, sizeof(*ents), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, ents);
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		for (seed = 1; seed <= 100; seed++) {
+			mrc_path_init(&p, ents, sizes[i], seed, true);
+			clashes += pt_clashes(&p);
+			for (k = 0; k < p.n; k += 2)
+				mrc_path_replace(&p, ents[k].port);
+			clashes += pt_clashes(&p);
+		}
+	}
+	KUNIT_EXPECT_EQ(test, clashes, 0u);
+}
+
 /* a CE echo skips the entropy for skip_us, then it is used again */
 static void mrc_path_ce_skips_then_returns(struct kunit *test)
 {
@@ -885,6 +971,9 @@ static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_round_robin_even),
 	KUNIT_CASE(mrc_path_acks_sample_all),
 	KUNIT_CASE(mrc_path_avoid),
+	KUNIT_CASE(mrc_path_avoid_round_edge),
+	KUNIT_CASE(mrc_path_skip_ends_for_good),
+	KUNIT_CASE(mrc_path_large_sets_distinct),
 	KUNIT_CASE(mrc_path_ce_skips_then_returns),
 	KUNIT_CASE(mrc_path_unaware_ignores),
 	KUNIT_CASE(mrc_path_loss_retires),

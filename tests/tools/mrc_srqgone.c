@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * mrc_srqgone: SRQ receive WQEs survive the destruction of a QP that
+ * had taken them.
+ *
+ *   mrc_srqgone DEVICE GID_INDEX [ROUNDS]
+ *
+ * Posts N receives (wr_id 0..N-1) to an SRQ.  SENDs send from slot i of
+ * a buffer for the i-th SEND of a batch; a batch ends before the next.  Each round connects a
+ * requester QP to a new responder QP on the SRQ (through the device's
+ * own GID), streams multi-packet SENDs and destroys the responder, not in
+ * the error state, while messages are still arriving: it holds WQEs for
+ * them.  Then a last responder on the SRQ gets exactly as many SENDs as
+ * receives were not completed yet; each must complete with data (payload
+ * checked) on a WQE not completed before, and one SEND more must find
+ * the SRQ empty (RNR, rnr_retry 0): every receive completes exactly once.
+ * Prints "srqgone: ok ..." and exits 0, or says what went wrong and
+ * exits 1.
+ */
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define N	256		/* receives posted to the SRQ */
+#define MSG	(64 * 1024)	/* bytes a SEND: 64 packets at MTU 1024 */
+#define PER	40		/* SENDs a round */
+
+struct ctx {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_srq *srq;
+	struct ibv_mr *rmr, *smr;
+	unsigned char *rbuf, *sbuf;
+	union ibv_gid gid;
+	int gidx;
+	enum ibv_mtu mtu;
+	unsigned char seen[N];	/* receive completed: 1 ok, 2 flushed */
+	unsigned int ok, flushed;
+	unsigned int cut;	/* rounds whose responder went mid-stream */
+};
+
+static int fail(const char *what)
+{
+	fprintf(stderr, "srqgone: %s\n", what);
+	return 1;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* message @id's payload */
+static void fill(unsigned char *p, unsigned int id)
+{
+	unsigned int i;
+
+	for (i = 0; i < MSG; i++)
+		p[i] = (unsigned char)(id * 131 + i * 7 + (i >> 8));
+}
+
+static struct ibv_qp *make_qp(struct ctx *c, bool on_srq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = c->scq, .recv_cq = c->rcq, .qp_type = IBV_QPT_RC,
+		.srq = on_srq ? c->srq : NULL,
+		.cap = { .max_send_wr = 2 * PER + N, .max_send_sge = 1 },
+	};
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+	struct ibv_qp *qp = ibv_create_qp(c->pd, &ia);
+
+	if (qp && ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+		ibv_destroy_qp(qp);
+		return NULL;
+	}
+	return qp;
+}
+
+/* @qp to RTS towards @peer; @rnr_retry 0: an empty SRQ fails the SEND */
+static int connect_qp(struct ctx *c, struct ibv_qp *qp, uint32_t peer,
+		      int rnr_retry)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = c->mtu,
+		.dest_qp_num = peer, .rq_psn = 0x4242, .max_dest_rd_atomic = 1,
+		.min_rnr_timer = 1,
+		.ah_attr = {
+			.is_global = 1, .port_num = 1,
+			.grh = { .dgid = c->gid, .sgid_index = c->gidx,
+				 .hop_limit = 64 },
+		},
+	};
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return fail("RTR");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0x4242;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = rnr_retry;
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		return fail("RTS");
+	return 0;
+}
+
+static int post_sends(struct ctx *c, struct ibv_qp *qp, unsigned int first,
+		      unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		unsigned int id = first + i;
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)c->sbuf + (size_t)i * MSG,
+			.length = MSG, .lkey = c->smr->lkey,
+		};
+		struct ibv_send_wr wr = {
+			.wr_id = id, .sg_list = &sge, .num_sge = 1,
+			.opcode = IBV_WR_SEND_WITH_IMM,
+			.imm_data = htobe32(id),
+			.send_flags = IBV_SEND_SIGNALED,
+		};
+		struct ibv_send_wr *bad;
+
+		fill(c->sbuf + (size_t)i * MSG, id);
+		if (ibv_post_send(qp, &wr, &bad))
+			return fail("post SEND");
+	}
+	return 0;
+}
+
+/* a receive completion: a WQE completes once, with its message's data */
+static int take_recv(struct ctx *c, const struct ibv_wc *wc)
+{
+	unsigned char want[MSG];
+
+	if (wc->wr_id >= N || c->seen[wc->wr_id]) {
+		fprintf(stderr, "srqgone: receive wr_id %llu completed twice or unknown\n",
+			(unsigned long long)wc->wr_id);
+		return 1;
+	}
+	if (wc->status == IBV_WC_WR_FLUSH_ERR) {
+		c->seen[wc->wr_id] = 2;
+		c->flushed++;
+		return 0;
+	}
+	if (wc->status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "srqgone: receive %llu: %s\n",
+			(unsigned long long)wc->wr_id,
+			ibv_wc_status_str(wc->status));
+		return 1;
+	}
+	fill(want, be32toh(wc->imm_data));
+	if (wc->byte_len != MSG ||
+	    memcmp(c->rbuf + (size_t)wc->wr_id * MSG, want, MSG)) {
+		fprintf(stderr, "srqgone: receive %llu: data of message %u differs\n",
+			(unsigned long long)wc->wr_id, be32toh(wc->imm_data));
+		return 1;
+	}
+	c->seen[wc->wr_id] = 1;
+	c->ok++;
+	return 0;
+}
+
+/* poll the receive CQ until @want receives are accounted or @secs pass */
+static int poll_recvs(struct ctx *c, unsigned int want, double secs)
+{
+	double end = now_s() + secs;
+	struct ibv_wc wc[16];
+	int i, r;
+
+	do {
+		r = ibv_poll_cq(c->rcq, 16, wc);
+		if (r < 0)
+			return fail("poll recv CQ");
+		for (i = 0; i < r; i++)
+			if (take_recv(c, &wc[i]))
+				return -1;
+		if (c->ok + c->flushed >= want)
+			return 0;
+	} while (r || now_s() < end);
+	return 1;
+}
+
+/* one round: a responder on the SRQ destroyed while SENDs arrive */
+static int round_gone(struct ctx *c, unsigned int r)
+{
+	unsigned int base = c->ok + c->flushed;
+	struct ibv_qp *req = make_qp(c, false), *resp = make_qp(c, true);
+	struct ibv_wc wc;
+
+	if (!req || !resp)
+		return fail("create QPs");
+	if (connect_qp(c, req, resp->qp_num, 7) ||
+	    connect_qp(c, resp, req->qp_num, 7))
+		return 1;
+	if (post_sends(c, req, 1000 * (r + 1), PER))
+		return 1;
+	/* the first message in: the others are under way */
+	if (poll_recvs(c, base + 1, 20) < 0)
+		return 1;
+	if (ibv_destroy_qp(resp))
+		return fail("destroy responder");
+	if (ibv_destroy_qp(req))
+		return fail("destroy requester");
+	while (ibv_poll_cq(c->scq, 1, &wc) > 0)
+		;
+	/* what completed before the destroy is in the CQ by now */
+	if (poll_recvs(c, N, 0.2) < 0)
+		return 1;
+	c->cut += c->ok + c->flushed - base < PER;
+	return 0;
+}
+
+/* the receives left must all arrive through a last responder */
+static int drain(struct ctx *c)
+{
+	unsigned int left = N - c->ok - c->flushed, i;
+	struct ibv_qp *req = make_qp(c, false), *resp = make_qp(c, true);
+	double end;
+	struct ibv_wc wc;
+	int r;
+
+	if (!req || !resp)
+		return fail("create QPs");
+	if (connect_qp(c, req, resp->qp_num, 0) ||
+	    connect_qp(c, resp, req->qp_num, 0))
+		return 1;
+	if (left && post_sends(c, req, 100000, left))
+		return 1;
+	for (i = 0, end = now_s() + 30; i < left && now_s() < end;) {
+		r = ibv_poll_cq(c->scq, 1, &wc);
+		if (r < 0)
+			return fail("poll send CQ");
+		if (!r)
+			continue;
+		if (wc.status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "srqgone: SEND %u of %u for the receives left: %s (%u receives lost)\n",
+				i + 1, left, ibv_wc_status_str(wc.status),
+				left - i);
+			return 1;
+		}
+		i++;
+	}
+	if (i < left)
+		return fail("SENDs for the receives left did not complete");
+	if (poll_recvs(c, N, 10))
+		return fail("receives left did not all complete");
+	/* one more: the SRQ must be empty */
+	if (post_sends(c, req, 200000, 1))
+		return 1;
+	for (end = now_s() + 10; (r = ibv_poll_cq(c->scq, 1, &wc)) == 0 &&
+	     now_s() < end;)
+		;
+	if (r <= 0)
+		return fail("the SEND beyond the receives did not complete");
+	if (wc.status != IBV_WC_RNR_RETRY_EXC_ERR) {
+		fprintf(stderr, "srqgone: the SEND beyond the receives: %s, expected RNR (a receive completed twice?)\n",
+			ibv_wc_status_str(wc.status));
+		return 1;
+	}
+	ibv_destroy_qp(resp);
+	ibv_destroy_qp(req);
+	return 0;
+}
+
+static int setup(struct ctx *c, const char *dev)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = N, .max_sge = 1 } };
+	struct ibv_device **list;
+	struct ibv_port_attr port;
+	unsigned int i;
+	int n;
+
+	list = ibv_get_device_list(&n);
+	for (i = 0; list && (int)i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), dev))
+			c->ctx = ibv_open_device(list[i]);
+	if (!c->ctx)
+		return fail("no such device");
+	if (ibv_query_port(c->ctx, 1, &port) ||
+	    ibv_query_gid(c->ctx, 1, c->gidx, &c->gid))
+		return fail("query port/gid");
+	c->mtu = port.active_mtu;
+	c->pd = ibv_alloc_pd(c->ctx);
+	c->scq = ibv_create_cq(c->ctx, 4 * N, NULL, NULL, 0);
+	c->rcq = ibv_create_cq(c->ctx, 4 * N, NULL, NULL, 0);
+	c->srq = c->pd ? ibv_create_srq(c->pd, &sa) : NULL;
+	c->rbuf = calloc(N, MSG);
+	c->sbuf = calloc(N, MSG);
+	if (!c->pd || !c->scq || !c->rcq || !c->srq || !c->rbuf || !c->sbuf)
+		return fail("setup");
+	c->rmr = ibv_reg_mr(c->pd, c->rbuf, (size_t)N * MSG,
+			    IBV_ACCESS_LOCAL_WRITE);
+	c->smr = ibv_reg_mr(c->pd, c->sbuf, (size_t)N * MSG, 0);
+	if (!c->rmr || !c->smr)
+		return fail("reg_mr");
+	for (i = 0; i < N; i++) {
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)c->rbuf + (size_t)i * MSG,
+			.length = MSG, .lkey = c->rmr->lkey,
+		};
+		struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge,
+					  .num_sge = 1 };
+		struct ibv_recv_wr *bad;
+
+		if (ibv_post_srq_recv(c->srq, &wr, &bad))
+			return fail("post_srq_recv");
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct ctx c;
+	unsigned int rounds, r, in_rounds;
+
+	if (argc < 3 || argc > 4)
+		return fail("usage: mrc_srqgone DEVICE GID_INDEX [ROUNDS]");
+	c.gidx = atoi(argv[2]);
+	rounds = argc > 3 ? (unsigned int)atoi(argv[3]) : 4;
+	if (rounds * PER >= N)
+		return fail("too many rounds for the SRQ");
+	if (setup(&c, argv[1]))
+		return 1;
+	for (r = 0; r < rounds; r++)
+		if (round_gone(&c, r))
+			return 1;
+	in_rounds = c.ok + c.flushed;
+	if (!c.cut)
+		return fail("every round completed before its responder was destroyed: nothing tested");
+	if (drain(&c))
+		return 1;
+	printf("srqgone: ok (%u receives: %u completed before %u of %u responders were destroyed mid-stream (%u flushed), %u through the last one; then RNR)\n",
+	       N, in_rounds, c.cut, rounds, c.flushed,
+	       c.ok + c.flushed - in_rounds);
+	return 0;
+}
