@@ -571,6 +571,7 @@ static bool mrc_rd_queue(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n,
 	e->shift = p->pmtu_shift;
 	e->res_take = fresh && mrc_rd_takes(p);
 	e->res_give = fresh && mrc_rd_gives(p);
+	e->entropy = qp->last_entropy;
 	if (p->opcode == MRC_OP_READ_REQ) {
 		e->va = p->req.va;
 		e->rkey = p->req.rkey;
@@ -601,6 +602,7 @@ static bool mrc_rd_replay_atomic(struct mrc_qp *qp, u32 psn)
 		e->npsn = 1;
 		e->op = MRC_OP_ATOMIC_RESP;
 		e->orig = qp->aresp[i].orig;
+		e->entropy = qp->last_entropy;
 		e->executing = true;
 		return true;
 	}
@@ -685,6 +687,21 @@ access_err:
 	}
 }
 
+/*
+ * The port of a response: a one-packet answer goes back on its request's
+ * port, as ACKs do, so that a ping-pong stays on one path and, at the
+ * requester, on the receive CPU that took its request's ACKs (sprayed,
+ * each response of a ping-pong crossed CPUs with an IPI in the test
+ * bed).  Longer READ answers are sprayed like any other stream.
+ */
+static u16 mrc_resp_entropy(struct mrc_qp *qp, const struct mrc_rd *e,
+			    bool single, u32 now)
+{
+	if (single && e->entropy)
+		return e->entropy;
+	return mrc_pick_entropy(qp, 0, false, now);
+}
+
 /* emit one READ response segment; false if out of memory */
 static bool mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 {
@@ -725,7 +742,7 @@ static bool mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 		}
 	}
 	mrc_wire_build(skb->data, &p);
-	mrc_queue_pkt(qp, skb, mrc_pick_entropy(qp, 0, false, now));
+	mrc_queue_pkt(qp, skb, mrc_resp_entropy(qp, e, e->len <= seg, now));
 	e->done += pay;
 	return true;
 }
@@ -744,7 +761,7 @@ static bool mrc_emit_atomic(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 	if (!skb)
 		return false;
 	mrc_wire_build(skb->data, &p);
-	mrc_queue_pkt(qp, skb, mrc_pick_entropy(qp, 0, false, now));
+	mrc_queue_pkt(qp, skb, mrc_resp_entropy(qp, e, true, now));
 	return true;
 }
 
