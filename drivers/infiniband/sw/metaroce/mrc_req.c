@@ -1173,6 +1173,12 @@ void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
 	mrc_req_path_uncharge(qp, &r);
 	mrc_req_cc(qp, now, &r, 0);
 	mrc_req_progress(qp, now);
+	/* as for an ACK: an idle pass would only re-arm the timer */
+	if (!mrc_send_has_work(qp)) {
+		mrc_tx_timer_update(qp);
+		spin_unlock_bh(&qp->lock);
+		return;
+	}
 	spin_unlock_bh(&qp->lock);
 	mrc_send_run(qp);
 }
