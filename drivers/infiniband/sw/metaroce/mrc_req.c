@@ -1170,6 +1170,9 @@ void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
 		mrc_count_drop(mdev, MRC_DROP_BAD_ACK);
 		return;
 	}
+	/* the response stood for its request's ACK */
+	if (r.rtt_sample)
+		mrc_update_rtt_stats(qp);
 	mrc_req_path_uncharge(qp, &r);
 	mrc_req_cc(qp, now, &r, 0);
 	mrc_req_progress(qp, now);

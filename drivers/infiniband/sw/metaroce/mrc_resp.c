@@ -846,6 +846,37 @@ static bool mrc_resp_read_known(struct mrc_qp *qp, const struct mrc_pkt *p,
 				   p->req.rkey, p->req.msg_len, p->pmtu_shift);
 }
 
+/*
+ * May the response to the READ/atomic request @p stand for its ACK?  Only
+ * if that ACK would say nothing else: the request is the one packet not
+ * yet acknowledged, it arrived in order, without CE (nor after CE) and
+ * without CREDIT, and covers one PSN; and its response is the first the
+ * send engine builds, right after this (locked).  A ping-pong then costs
+ * two packets a round trip, as RoCE's does, not three.
+ */
+static bool mrc_resp_ack_implied(struct mrc_qp *qp, const struct mrc_pkt *p,
+				 u32 n, u32 old_nxt, u32 flags)
+{
+	struct mrc_rd *first = NULL;
+	int i;
+
+	if (p->opcode == MRC_OP_SEND || p->opcode == MRC_OP_WRITE || n != 1)
+		return false;
+	if (p->psn != old_nxt || qp->rx.nxt != old_nxt + 1 ||
+	    (flags & (MRC_ACKC_CE | MRC_ACKC_CREDIT)) || qp->ackc.ce_last ||
+	    qp->ackc.pending || qp->ack_now || qp->ack_held || qp->rd_viol ||
+	    qp->err_pending)
+		return false;
+	for (i = 0; i < MRC_RD_QUEUE; i++) {
+		struct mrc_rd *c = &qp->rd[i];
+
+		if (c->used && c->executing &&
+		    (!first || mrc_psn_lt(c->psn, first->psn)))
+			first = c;
+	}
+	return first && first->psn == p->psn;
+}
+
 /* a request arrived: feed the device's credit pool (qp locked) */
 static void mrc_resp_credit(struct mrc_qp *qp, const struct mrc_pkt *p,
 			    u32 now, bool ce)
@@ -1022,6 +1053,8 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	 * a needless pass costs a ping-pong about 3 us in the test bed.
 	 */
 	run = mrc_resp_pending(qp);
+	if (!fatal && mrc_resp_ack_implied(qp, p, n, old_nxt, flags))
+		goto out;
 check:
 	if (!fatal && mrc_resp_check_err(qp))
 		fatal = true;
