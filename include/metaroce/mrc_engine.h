@@ -225,7 +225,8 @@ struct mrc_tx_path {
  * @rack_marked: PSNs declared lost by RACK, total.
  * @paths: per-entropy RACK references, see &struct mrc_tx_path.
  * @resend_ts: when a PSN was last resent, if @resent.
- * @resent: some PSN was resent since the scoreboard was set up.
+ * @resent: some PSN was resent since the send queue last ran empty
+ *	(una == nxt): a request sent before it may have waited for it.
  * @resp_rtt_ts: transmission time of the request last timed by its
  *	response (mrc_tx_resp()), if @resp_rtt_done: the PSNs of one READ
  *	request share it, and only its first response times it.

@@ -460,6 +460,8 @@ static void mrc_tx_finish(struct mrc_tx *tx, u32 una0, u32 now,
 		tx->reo_armed = false;
 		tx->tlp_out = false;
 		tx->frto = false;
+		/* no request left that a resend may have held */
+		tx->resent = false;
 	}
 }
 

@@ -1441,6 +1441,8 @@ static void mrc_tx_resp_rtt(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 5, 805, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
 	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 104u);
+	/* nothing left outstanding that the resend may have held */
+	KUNIT_EXPECT_FALSE(test, tx->resent);
 
 	/* a request sent after the resend is timed again */
 	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 6, 1, 900, 0, MRC_TXS_NEED_RESP),
