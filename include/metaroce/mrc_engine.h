@@ -224,6 +224,13 @@ struct mrc_tx_path {
  * @tlps: tail-loss probes, total.
  * @rack_marked: PSNs declared lost by RACK, total.
  * @paths: per-entropy RACK references, see &struct mrc_tx_path.
+ * @resend_ts: when a PSN was last resent, if @resent.
+ * @resent: some PSN was resent since the send queue last ran empty
+ *	(una == nxt): a request sent before it may have waited for it.
+ * @resp_rtt_ts: transmission time of the request last timed by its
+ *	response (mrc_tx_resp()), if @resp_rtt_done: the PSNs of one READ
+ *	request share it, and only its first response times it.
+ * @resp_rtt_done: @resp_rtt_ts is set.
  */
 struct mrc_tx {
 	u32 una;
@@ -264,6 +271,10 @@ struct mrc_tx {
 	u32 tlps;
 	u32 rack_marked;
 	struct mrc_tx_path paths[MRC_TX_PATHS];
+	u32 resend_ts;
+	bool resent;
+	u32 resp_rtt_ts;
+	bool resp_rtt_done;
 };
 
 void mrc_tx_init(struct mrc_tx *tx, struct mrc_tx_slot *slots, u32 nslots,
@@ -385,6 +396,12 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
  * @psn: the request PSN the response answers.
  * @now: time in microseconds.
  * @r: out: what the response delivered.
+ *
+ * A response to a request sent once that no ACK showed arrived stands for
+ * that ACK (a responder answers a lone in-order request without one): it
+ * gives an RTT sample (@r->rtt_sample), unless a PSN was resent since the
+ * request (a repair may have held it) or the request was already timed
+ * by another of its responses.
  *
  * Return: 0, 1 if it was a duplicate, -EINVAL if @psn is not outstanding
  * or not a NEED_RESP slot.

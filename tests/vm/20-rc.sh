@@ -156,11 +156,30 @@ perf_lat() {
 		[[ $tavg =~ ^[0-9.]+$ ]] || t_diag "perftest printed no usable latency ($tavg) for ib_${t}_lat"
 	fi
 }
+# A one-at-a-time READ or atomic costs two packets a round trip: the
+# responder answers on the request's port (nothing sprayed: no pick of
+# its own entropies) and the response stands for the ACK (issue 50).
+lat_wire() {
+	local t=$1 size=$2 acks picks=0 k
+	# shellcheck disable=SC2034 # filled through namerefs
+	local -A w0=() w1=()
+	rc_snap w0 "$RC_DEV_B"
+	perf_lat "$t" "$size"
+	rc_snap w1 "$RC_DEV_B"
+	acks=$(rc_delta w0 w1 tx_acks)
+	for ((k = 0; k < 8; k++)); do
+		picks=$((picks + $(rc_delta w0 w1 "tx_path_slot$k")))
+	done
+	t_check "ib_${t}_lat: the responder sent $acks ACKs for 300 operations (< 30)" \
+		test "$acks" -lt 30
+	t_check "ib_${t}_lat: $picks responder packets on ports of its own (< 30)" \
+		test "$picks" -lt 30
+}
 perf_lat send 64
 perf_lat send 65536
 perf_lat write 64
-perf_lat read 64
-perf_lat atomic 8
+lat_wire read 64
+lat_wire atomic 8
 
 # --- a QP connected to itself (NCCL's flush QP) and CQ resize -----------------------
 selfqp=$RC_REPO/tests/tools/mrc_selfqp

@@ -397,6 +397,7 @@ struct mrc_rd {
 	u32 len;
 	u32 offset;			/* offset of va in the original READ */
 	u32 done;			/* bytes answered so far */
+	u16 entropy;			/* the request's UDP source port */
 	u64 swap_add;
 	u64 compare;
 	u64 orig;			/* atomic result */

@@ -899,18 +899,26 @@ static void mrc_req_cc(struct mrc_qp *qp, u32 now,
 }
 
 /* an ACK's path feedback and credit (locked) */
+/* what came back through entropy @port says of its path (locked) */
+static void mrc_req_path_feedback(struct mrc_qp *qp, u16 port, bool ce,
+				  u32 rtt, u32 now)
+{
+	u64 retired = qp->path.retired, dskips = qp->path.delay_skips;
+
+	mrc_path_on_ack(&qp->path, port, ce, rtt, now);
+	if (qp->path.retired != retired)
+		mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
+	if (qp->path.delay_skips != dskips)
+		mrc_stat_inc(qp->mdev, MRC_ST_PATH_DELAY_SKIPS);
+}
+
 static void mrc_req_ack_feedback(struct mrc_qp *qp, u32 now,
 				 const struct mrc_pkt *p, u32 rtt)
 {
 	struct mrc_dev *mdev = qp->mdev;
-	u64 retired = qp->path.retired, dskips = qp->path.delay_skips;
 
-	mrc_path_on_ack(&qp->path, p->ack.entropy, p->ack.flags & MRC_ACKF_CE,
-			rtt, now);
-	if (qp->path.retired != retired)
-		mrc_stat_inc(mdev, MRC_ST_PATH_RETIRED);
-	if (qp->path.delay_skips != dskips)
-		mrc_stat_inc(mdev, MRC_ST_PATH_DELAY_SKIPS);
+	mrc_req_path_feedback(qp, p->ack.entropy, p->ack.flags & MRC_ACKF_CE,
+			      rtt, now);
 	if (p->ack.ce_count)
 		mrc_stat_add(mdev, MRC_ST_ECN_ECHO, p->ack.ce_count);
 	if (p->pmtu_shift)
@@ -1170,9 +1178,24 @@ void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
 		mrc_count_drop(mdev, MRC_DROP_BAD_ACK);
 		return;
 	}
+	/*
+	 * The response stood for its request's ACK, and came back on the
+	 * request's port: it judges that path as the ACK would have.
+	 */
+	if (r.rtt_sample) {
+		mrc_update_rtt_stats(qp);
+		mrc_req_path_feedback(qp, mrc_tx_slot(&qp->tx, p->psn)->entropy,
+				      false, r.rtt_sample, now);
+	}
 	mrc_req_path_uncharge(qp, &r);
 	mrc_req_cc(qp, now, &r, 0);
 	mrc_req_progress(qp, now);
+	/* as for an ACK: an idle pass would only re-arm the timer */
+	if (!mrc_send_has_work(qp)) {
+		mrc_tx_timer_update(qp);
+		spin_unlock_bh(&qp->lock);
+		return;
+	}
 	spin_unlock_bh(&qp->lock);
 	mrc_send_run(qp);
 }

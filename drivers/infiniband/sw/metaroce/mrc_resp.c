@@ -571,6 +571,7 @@ static bool mrc_rd_queue(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n,
 	e->shift = p->pmtu_shift;
 	e->res_take = fresh && mrc_rd_takes(p);
 	e->res_give = fresh && mrc_rd_gives(p);
+	e->entropy = qp->last_entropy;
 	if (p->opcode == MRC_OP_READ_REQ) {
 		e->va = p->req.va;
 		e->rkey = p->req.rkey;
@@ -601,6 +602,7 @@ static bool mrc_rd_replay_atomic(struct mrc_qp *qp, u32 psn)
 		e->npsn = 1;
 		e->op = MRC_OP_ATOMIC_RESP;
 		e->orig = qp->aresp[i].orig;
+		e->entropy = qp->last_entropy;
 		e->executing = true;
 		return true;
 	}
@@ -685,6 +687,21 @@ access_err:
 	}
 }
 
+/*
+ * The port of a response: a one-packet answer goes back on its request's
+ * port, as ACKs do, so that a ping-pong stays on one path and, at the
+ * requester, on the receive CPU that took its request's ACKs (sprayed,
+ * each response of a ping-pong crossed CPUs with an IPI in the test
+ * bed).  Longer READ answers are sprayed like any other stream.
+ */
+static u16 mrc_resp_entropy(struct mrc_qp *qp, const struct mrc_rd *e,
+			    bool single, u32 now)
+{
+	if (single && e->entropy)
+		return e->entropy;
+	return mrc_pick_entropy(qp, 0, false, now);
+}
+
 /* emit one READ response segment; false if out of memory */
 static bool mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 {
@@ -725,7 +742,7 @@ static bool mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 		}
 	}
 	mrc_wire_build(skb->data, &p);
-	mrc_queue_pkt(qp, skb, mrc_pick_entropy(qp, 0, false, now));
+	mrc_queue_pkt(qp, skb, mrc_resp_entropy(qp, e, e->len <= seg, now));
 	e->done += pay;
 	return true;
 }
@@ -744,7 +761,7 @@ static bool mrc_emit_atomic(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 	if (!skb)
 		return false;
 	mrc_wire_build(skb->data, &p);
-	mrc_queue_pkt(qp, skb, mrc_pick_entropy(qp, 0, false, now));
+	mrc_queue_pkt(qp, skb, mrc_resp_entropy(qp, e, true, now));
 	return true;
 }
 
@@ -827,6 +844,37 @@ static bool mrc_resp_read_known(struct mrc_qp *qp, const struct mrc_pkt *p,
 	}
 	return mrc_wlog_read_match(&qp->wlog, &qp->rx, p->psn, k, p->req.va,
 				   p->req.rkey, p->req.msg_len, p->pmtu_shift);
+}
+
+/*
+ * May the response to the READ/atomic request @p stand for its ACK?  Only
+ * if that ACK would say nothing else: the request is the one packet not
+ * yet acknowledged, it arrived in order, without CE (nor after CE) and
+ * without CREDIT, and covers one PSN; and its response is the first the
+ * send engine builds, right after this (locked).  A ping-pong then costs
+ * two packets a round trip, as RoCE's does, not three.
+ */
+static bool mrc_resp_ack_implied(struct mrc_qp *qp, const struct mrc_pkt *p,
+				 u32 n, u32 old_nxt, u32 flags)
+{
+	struct mrc_rd *first = NULL;
+	int i;
+
+	if (p->opcode == MRC_OP_SEND || p->opcode == MRC_OP_WRITE || n != 1)
+		return false;
+	if (p->psn != old_nxt || qp->rx.nxt != old_nxt + 1 ||
+	    (flags & (MRC_ACKC_CE | MRC_ACKC_CREDIT)) || qp->ackc.ce_last ||
+	    qp->ackc.pending || qp->ack_now || qp->ack_held || qp->rd_viol ||
+	    qp->err_pending)
+		return false;
+	for (i = 0; i < MRC_RD_QUEUE; i++) {
+		struct mrc_rd *c = &qp->rd[i];
+
+		if (c->used && c->executing &&
+		    (!first || mrc_psn_lt(c->psn, first->psn)))
+			first = c;
+	}
+	return first && first->psn == p->psn;
 }
 
 /* a request arrived: feed the device's credit pool (qp locked) */
@@ -1005,6 +1053,8 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	 * a needless pass costs a ping-pong about 3 us in the test bed.
 	 */
 	run = mrc_resp_pending(qp);
+	if (!fatal && mrc_resp_ack_implied(qp, p, n, old_nxt, flags))
+		goto out;
 check:
 	if (!fatal && mrc_resp_check_err(qp))
 		fatal = true;

@@ -189,6 +189,8 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
 			if (s->xmits < 255)
 				s->xmits++;
 		}
+		tx->resend_ts = now;
+		tx->resent = true;
 	}
 	tx->last_send_ts = now;
 	return 0;
@@ -458,6 +460,8 @@ static void mrc_tx_finish(struct mrc_tx *tx, u32 una0, u32 now,
 		tx->reo_armed = false;
 		tx->tlp_out = false;
 		tx->frto = false;
+		/* no request left that a resend may have held */
+		tx->resent = false;
 	}
 }
 
@@ -525,6 +529,21 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 	return 0;
 }
 
+/*
+ * Can the response to @s time its request?  Only if no ACK did, the
+ * request went once, no resend since could have filled a hole it waited
+ * behind, and no other response of the same request timed it.
+ */
+static bool mrc_tx_resp_times(const struct mrc_tx *tx,
+			      const struct mrc_tx_slot *s)
+{
+	if ((s->flags & MRC_TXS_REQ_SEEN) || s->xmits != 1)
+		return false;
+	if (tx->resent && !mrc_time_before(tx->resend_ts, s->xmit_ts))
+		return false;
+	return !tx->resp_rtt_done || tx->resp_rtt_ts != s->xmit_ts;
+}
+
 int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r)
 {
 	struct mrc_rack_cand c = { 0 };
@@ -542,14 +561,24 @@ int mrc_tx_resp(struct mrc_tx *tx, u32 psn, u32 now, struct mrc_ack_result *r)
 	if (s->flags & MRC_TXS_ACKED)
 		return 1;
 
+	/*
+	 * Otherwise the response's own timing is no sample: one held behind
+	 * a lost request would inflate srtt.  The window grows on the
+	 * latest one.
+	 */
+	if (mrc_tx_resp_times(tx, s)) {
+		tx->resp_rtt_ts = s->xmit_ts;
+		tx->resp_rtt_done = true;
+		if ((s32)(now - s->xmit_ts) >= 0) {
+			r->rtt_sample = mrc_rtt_sample(&tx->rtt,
+						       now - s->xmit_ts);
+			mrc_tx_update_reo_wnd(tx);
+		}
+	}
 	s->flags |= MRC_TXS_REQ_SEEN;
 	r->newly_acked = 1;
-	/*
-	 * The response's own timing is no sample: one held behind a lost
-	 * request would inflate srtt.  The window grows on the latest one.
-	 */
 	if (s->xmits == 1)
-		r->cc_rtt = tx->rtt.srtt;
+		r->cc_rtt = r->rtt_sample ? r->rtt_sample : tx->rtt.srtt;
 	if (mrc_tx_deliver(tx, psn, now, &c)) {
 		mrc_tx_uncharge(r, s);
 		mrc_tx_spurious(tx);

@@ -1371,14 +1371,10 @@ static void mrc_tx_req_rtt(struct kunit *test)
 			0);
 	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 20, 0, MRC_TXS_NEED_RESP),
 			0);
-	/* a response before any sample feeds no RTT to the window */
-	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 0, 300, &r), 0);
-	KUNIT_EXPECT_EQ(test, r.cc_rtt, 0u);
-	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 0u);
 	/* the requests' ACK: sample 110 - 10 - 0 */
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 110, 4, 10, NULL, 0, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.newly_acked, 0u);
-	KUNIT_EXPECT_EQ(test, r.newly_seen, 3u);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 4u);
 	KUNIT_EXPECT_EQ(test, r.rtt_sample, 100u);
 	KUNIT_EXPECT_EQ(test, r.cc_rtt, 100u);
 	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
@@ -1399,6 +1395,68 @@ static void mrc_tx_req_rtt(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r.cc_rtt, 0u);
 	/* an ACK showing nothing new yields nothing */
 	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1500, 5, 1400, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+}
+
+/*
+ * issue 50: a response whose request no ACK showed (the responder let the
+ * response stand for it) times the request, once per request, and not
+ * after a resend that may have held it
+ */
+static void mrc_tx_resp_rtt(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 16, 0);
+	struct mrc_ack_result r;
+
+	/* a lone atomic, answered at 110 */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 0, 1, 10, 0, MRC_TXS_NEED_RESP),
+			0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 0, 110, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 100u);
+	KUNIT_EXPECT_EQ(test, r.cc_rtt, 100u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 100u);
+	KUNIT_EXPECT_EQ(test, tx->una, 1u);
+
+	/* a READ of 3 PSNs: its first response times it, the others not */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 3, 200, 0, MRC_TXS_NEED_RESP),
+			0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 2, 330, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 130u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 104u);	/* (7 x 100 + 130) / 8 */
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 1, 340, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, r.cc_rtt, 104u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 3, 350, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, tx->una, 4u);
+
+	/* 5 waits behind 4, lost and resent at 700: neither response times */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 400, 0, MRC_TXS_NEED_RESP),
+			0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 5, 1, 410, 0, MRC_TXS_NEED_RESP),
+			0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 700, 0, 0), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 4, 800, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 5, 805, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+	KUNIT_EXPECT_EQ(test, tx->rtt.srtt, 104u);
+	/* nothing left outstanding that the resend may have held */
+	KUNIT_EXPECT_FALSE(test, tx->resent);
+
+	/* a request sent after the resend is timed again */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 6, 1, 900, 0, MRC_TXS_NEED_RESP),
+			0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 6, 1004, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 104u);
+	KUNIT_EXPECT_EQ(test, mrc_tx_outstanding(tx), 0u);
+
+	/* an ACK timed the request first: its response does not */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 7, 1, 1100, 0, MRC_TXS_NEED_RESP),
+			0);
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1200, 8, 1100, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 100u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 7, 1900, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
 }
 
@@ -1541,6 +1599,7 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_psn_wrap),
 	KUNIT_CASE(mrc_tx_timestamps),
 	KUNIT_CASE(mrc_tx_req_rtt),
+	KUNIT_CASE(mrc_tx_resp_rtt),
 	KUNIT_CASE(mrc_tx_req_rack),
 	KUNIT_CASE(mrc_tx_req_dup),
 	KUNIT_CASE(mrc_tx_req_probe),
