@@ -422,6 +422,12 @@ static uint32_t pick_len(struct stream *s)
 	return lo + r2 % (hi - lo + 1);
 }
 
+/* ops per signaled completion and per forced notify, at least one */
+static uint32_t half_window(void)
+{
+	return P.window > 1 ? P.window / 2 : 1;
+}
+
 static void gen_next(struct stream *s)
 {
 	struct op *o = &s->ring[s->gen & (RING - 1)];
@@ -439,7 +445,7 @@ static void gen_next(struct stream *s)
 		if (op_notifies[t])
 			notif[nnotif++] = t;
 	}
-	force = s->writes_since >= P.window / 2 ||
+	force = s->writes_since >= half_window() ||
 		s->since_notify >= FORCE_NOTIFY - 1;
 	r = rnd(&s->rng);
 	if (force) {
@@ -508,7 +514,7 @@ static void gen_next(struct stream *s)
 	r = rnd(&s->rng);
 	o->inl = o->len && o->len <= P.inline_size && (r & 1) &&
 		 o->type <= OP_WRITE_IMM;
-	o->sig = (o->idx % (P.window / 2)) == P.window / 2 - 1 || ((r >> 8) & 3) == 0;
+	o->sig = (o->idx % half_window()) == half_window() - 1 || ((r >> 8) & 3) == 0;
 
 	if (o->notify) {
 		s->since_notify = 0;
@@ -986,7 +992,7 @@ static void setup(void)
 			    p.version);
 		P = p;
 	}
-	if (P.window < 2 || P.window > 1024 || P.qps < 1 || P.qps > 4096 ||
+	if (P.window < 1 || P.window > 1024 || P.qps < 1 || P.qps > 4096 ||
 	    P.max_sge < 1 || P.max_sge > NSGE_MAX)
 		die("bad window/qps/max_sge");
 	slot_size = ((P.max_size + SLACK) + 4095) & ~4095u;
@@ -2457,7 +2463,8 @@ static void usage(int rc)
 "  -m, --mtu BYTES        path MTU (default: the ports' active MTU)\n"
 "  -o, --ops LIST         comma list of send,send_imm,write,write_imm,read,\n"
 "                         cas,faa (or all, atomic, or a hex mask)\n"
-"  -w, --window N         ops in flight per QP and direction (8)\n"
+"  -w, --window N         ops in flight per QP and direction (8; odd: one more,\n"
+"                         except 1)\n"
 "      --inline N         max_inline_data to request and use (128)\n"
 "      --timeout N        QP local ACK timeout exponent (17)\n"
 "      --retry-cnt N      (7)\n"
@@ -2635,7 +2642,8 @@ int main(int argc, char **argv)
 			P.qps = 2;
 		if (P.mode == MODE_RETRY)
 			P.qps = 1;
-		if (P.window & 1)
+		/* 1: one op at a time (the lone-operation recovery tests) */
+		if (P.window > 1 && (P.window & 1))
 			P.window++;
 		if (P.mode == MODE_VERIFY)
 			msg("seed 0x%" PRIx64 " (rerun with --seed 0x%" PRIx64 ")", P.seed, P.seed);
