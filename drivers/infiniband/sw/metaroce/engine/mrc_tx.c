@@ -42,7 +42,8 @@
  *   the last send and the last progress, while no probe is out, no PSN
  *   awaits a retransmission, no RTO has expired since the last progress
  *   and an RTT sample exists.  The caller resends tx->probe_psn, the
- *   highest PSN not yet delivered, or una if that is a READ/atomic.
+ *   highest PSN not yet delivered, or una if that is a READ/atomic; una's
+ *   request not yet ACKed brings along the PSNs sent with it.
  * - RTO: mrc_rtt_rto() with its margin over srtt x tmo_steps, after the
  *   later of the oldest outstanding PSN's transmission and the last
  *   progress (responses to a long READ keep it from expiring while they
@@ -764,6 +765,28 @@ static u32 mrc_tx_probe_psn(const struct mrc_tx *tx)
 	return psn;
 }
 
+/*
+ * A probed READ/atomic PSN whose request no ACK has shown arrived: the
+ * PSNs sent with it (the rest of one READ request) were most likely lost
+ * with it; ask for them in the same probe, not one probe each.
+ */
+static void mrc_tx_probe_run(struct mrc_tx *tx, u32 psn)
+{
+	const u8 unseen = MRC_TXS_NEED_RESP | MRC_TXS_REQ_SEEN | MRC_TXS_ACKED;
+	u32 ts = mrc_tx_slot(tx, psn)->xmit_ts;
+	const struct mrc_tx_slot *s;
+
+	if ((mrc_tx_slot(tx, psn)->flags & unseen) != MRC_TXS_NEED_RESP)
+		return;
+	for (psn++; psn != tx->nxt; psn++) {
+		s = mrc_tx_slot(tx, psn);
+		if ((s->flags & unseen) != MRC_TXS_NEED_RESP ||
+		    s->xmit_ts != ts)
+			break;
+		mrc_tx_mark_timer(tx, psn);
+	}
+}
+
 enum mrc_tx_timer_action mrc_tx_on_timer(struct mrc_tx *tx, u32 now,
 					 u32 retry_cnt, u32 fail_after)
 {
@@ -807,6 +830,7 @@ enum mrc_tx_timer_action mrc_tx_on_timer(struct mrc_tx *tx, u32 now,
 		psn = mrc_tx_probe_psn(tx);
 		tx->probe_psn = psn;
 		mrc_tx_mark_timer(tx, psn);
+		mrc_tx_probe_run(tx, psn);
 		tx->tlp_out = true;
 		tx->tlps++;
 		return MRC_TXT_PROBE;

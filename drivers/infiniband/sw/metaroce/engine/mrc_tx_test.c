@@ -1570,6 +1570,46 @@ static void mrc_tx_req_probe(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->rtos, 0u);
 }
 
+/*
+ * A probe for a READ no ACK has shown arrived asks for the segments sent
+ * with it too; once the request is known received, only una.
+ */
+static void mrc_tx_req_probe_run(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_result r;
+	u32 d, psn, n;
+
+	mrc_tt_warm(test, tx, 100);
+	/* a READ of segments 1-4, then an atomic 5 sent later */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 4, 1000, 1,
+					  MRC_TXS_NEED_RESP), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 5, 1, 1001, 2,
+					  MRC_TXS_NEED_RESP), 0);
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 1201u);	/* after the last send */
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1201, 7, 0), MRC_TXT_PROBE);
+	KUNIT_EXPECT_EQ(test, tx->probe_psn, 1u);
+	KUNIT_EXPECT_EQ(test, tx->lost, 4u);
+	for (psn = 0, n = 0; mrc_tx_next_lost(tx, &psn); psn++, n++)
+		KUNIT_EXPECT_EQ(test, psn, n + 1);
+	KUNIT_EXPECT_EQ(test, n, 4u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 4, 1201, 3, 0), 0);
+
+	/* this time the request arrived, segments 1-2 came, 3-4 did not */
+	KUNIT_ASSERT_EQ(test, mrc_tt_ack(tx, 1351, 6, NOTS, NULL, 0, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.newly_seen, 5u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 1, 1360, &r), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 2, 1370, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->una, 3u);
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, d, 1370u + 200);
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, 1570, 7, 0), MRC_TXT_PROBE);
+	KUNIT_EXPECT_EQ(test, tx->probe_psn, 3u);
+	KUNIT_EXPECT_EQ(test, tx->lost, 1u);
+	KUNIT_EXPECT_EQ(test, tx->rtos, 0u);
+}
+
 static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_send_rules),
 	KUNIT_CASE(mrc_tx_ack_everything),
@@ -1603,6 +1643,7 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_req_rack),
 	KUNIT_CASE(mrc_tx_req_dup),
 	KUNIT_CASE(mrc_tx_req_probe),
+	KUNIT_CASE(mrc_tx_req_probe_run),
 	{}
 };
 
