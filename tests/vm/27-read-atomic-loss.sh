@@ -1,7 +1,7 @@
 #!/bin/bash
 # READ and atomics with one operation outstanding (issue 50): the loss of
-# a lone operation's request or response is repaired by the response
-# overdue probe (or RACK), not by the RTO, and every result stays right.
+# a lone operation's request or response is repaired by the tail-loss
+# probe (or RACK), not by the RTO, and every result stays right.
 # mrc_verify --window 1 issues one operation at a time, hostA requests
 # only; a tc u32 filter on a switch port drops every Nth packet of one
 # MetaRoCE opcode (gact determ), so each drop hits a lone operation.
@@ -85,7 +85,7 @@ run() {
 }
 
 # a) one response segment of READs of up to 8 segments: RACK finds it
-#    when a later segment came, the overdue probe when it was the last
+#    when a later segment came, the tail-loss probe when it was the last
 drop_nth "$PA" 0x10 0xff 7
 run "lone READ, a response segment dropped" "$PA" -- -o read -s 64K -S 27
 t_check "READ response: each segment re-requested ($RETX retransmitted for $DROPS, at most 2 x + $SLACK)" \
