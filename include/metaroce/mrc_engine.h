@@ -231,6 +231,10 @@ struct mrc_tx_path {
  *	response (mrc_tx_resp()), if @resp_rtt_done: the PSNs of one READ
  *	request share it, and only its first response times it.
  * @resp_rtt_done: @resp_rtt_ts is set.
+ * @lone_ts: transmission time of the last READ/atomic request sent while
+ *	nothing else was outstanding, if @lone: only such a request's
+ *	response can stand for its ACK, and only its wait is the path's.
+ * @lone: @lone_ts is set.
  */
 struct mrc_tx {
 	u32 una;
@@ -275,6 +279,8 @@ struct mrc_tx {
 	bool resent;
 	u32 resp_rtt_ts;
 	bool resp_rtt_done;
+	u32 lone_ts;
+	bool lone;
 };
 
 void mrc_tx_init(struct mrc_tx *tx, struct mrc_tx_slot *slots, u32 nslots,
@@ -399,9 +405,11 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
  *
  * A response to a request sent once that no ACK showed arrived stands for
  * that ACK (a responder answers a lone in-order request without one): it
- * gives an RTT sample (@r->rtt_sample), unless a PSN was resent since the
- * request (a repair may have held it) or the request was already timed
- * by another of its responses.
+ * gives an RTT sample (@r->rtt_sample) if the request went out while
+ * nothing else was outstanding (otherwise the responder's queue of earlier
+ * responses would be in it), unless a PSN was resent since the request (a
+ * repair may have held it) or the request was already timed by another
+ * of its responses.
  *
  * Return: 0, 1 if it was a duplicate, -EINVAL if @psn is not outstanding
  * or not a NEED_RESP slot.

@@ -154,6 +154,10 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
 			return -EINVAL;
 		if (!out)
 			tx->progress_ts = now;	/* first send after idle */
+		if (!out && (flags & MRC_TXS_NEED_RESP)) {
+			tx->lone_ts = now;
+			tx->lone = true;
+		}
 		for (i = 0; i < n; i++) {
 			s = mrc_tx_slot_rw(tx, psn + i);
 			s->xmit_ts = now;
@@ -539,6 +543,9 @@ static bool mrc_tx_resp_times(const struct mrc_tx *tx,
 			      const struct mrc_tx_slot *s)
 {
 	if ((s->flags & MRC_TXS_REQ_SEEN) || s->xmits != 1)
+		return false;
+	/* behind other requests, it waited for their responses too */
+	if (!tx->lone || tx->lone_ts != s->xmit_ts)
 		return false;
 	if (tx->resent && !mrc_time_before(tx->resend_ts, s->xmit_ts))
 		return false;

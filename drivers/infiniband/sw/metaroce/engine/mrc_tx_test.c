@@ -1458,6 +1458,19 @@ static void mrc_tx_resp_rtt(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r.rtt_sample, 100u);
 	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 7, 1900, &r), 0);
 	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
+
+	/*
+	 * 9 sent behind 8: its response waited for 8's at the responder,
+	 * which is no path delay; only the lone 8 is timed
+	 */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 8, 1, 2000, 0, MRC_TXS_NEED_RESP),
+			0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 9, 1, 2010, 0, MRC_TXS_NEED_RESP),
+			0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 8, 2100, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 100u);
+	KUNIT_ASSERT_EQ(test, mrc_tx_resp(tx, 9, 2300, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.rtt_sample, 0u);
 }
 
 /* issue 50: a lost request behind ACKed ones is found by RACK, not the RTO */
