@@ -160,13 +160,17 @@ perf_lat() {
 # responder answers on the request's port (nothing sprayed: no pick of
 # its own entropies) and the response stands for the ACK (issue 50).
 lat_wire() {
-	local t=$1 size=$2 acks picks=0 k
+	local t=$1 size=$2 acks picks=0 k implied samples
 	# shellcheck disable=SC2034 # filled through namerefs
-	local -A w0=() w1=()
+	local -A w0=() w1=() a0=() a1=()
 	rc_snap w0 "$RC_DEV_B"
+	rc_snap a0 "$RC_DEV_A"
 	perf_lat "$t" "$size"
 	rc_snap w1 "$RC_DEV_B"
+	rc_snap a1 "$RC_DEV_A"
 	acks=$(rc_delta w0 w1 tx_acks)
+	implied=$(rc_delta w0 w1 acks_implied)
+	samples=$(rc_delta a0 a1 response_rtt_samples)
 	for ((k = 0; k < 8; k++)); do
 		picks=$((picks + $(rc_delta w0 w1 "tx_path_slot$k")))
 	done
@@ -174,6 +178,9 @@ lat_wire() {
 		test "$acks" -lt 30
 	t_check "ib_${t}_lat: $picks responder packets on ports of its own (< 30)" \
 		test "$picks" -lt 30
+	# the counters say so: responses stood for the ACKs, and timed the path
+	t_check "ib_${t}_lat: acks_implied $implied, response_rtt_samples $samples (both >= 270)" \
+		test "$implied" -ge 270 -a "$samples" -ge 270
 }
 perf_lat send 64
 perf_lat send 65536

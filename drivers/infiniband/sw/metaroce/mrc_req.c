@@ -898,7 +898,6 @@ static void mrc_req_cc(struct mrc_qp *qp, u32 now,
 	mrc_req_apply_wnd(qp);
 }
 
-/* an ACK's path feedback and credit (locked) */
 /* what came back through entropy @port says of its path (locked) */
 static void mrc_req_path_feedback(struct mrc_qp *qp, u16 port, bool ce,
 				  u32 rtt, u32 now)
@@ -912,6 +911,7 @@ static void mrc_req_path_feedback(struct mrc_qp *qp, u16 port, bool ce,
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_DELAY_SKIPS);
 }
 
+/* an ACK's path feedback and credit (locked) */
 static void mrc_req_ack_feedback(struct mrc_qp *qp, u32 now,
 				 const struct mrc_pkt *p, u32 rtt)
 {
@@ -1179,13 +1179,17 @@ void mrc_req_rcv_resp(struct mrc_qp *qp, const struct mrc_pkt *p,
 		return;
 	}
 	/*
-	 * The response stood for its request's ACK, and came back on the
-	 * request's port: it judges that path as the ACK would have.
+	 * The response stood for its request's ACK: an atomic's, or a
+	 * one-segment READ's, came back on the request's port and judges
+	 * that path as the ACK would have (longer READs' are sprayed).
 	 */
 	if (r.rtt_sample) {
+		mrc_stat_inc(mdev, MRC_ST_RESP_RTT);
 		mrc_update_rtt_stats(qp);
-		mrc_req_path_feedback(qp, mrc_tx_slot(&qp->tx, p->psn)->entropy,
-				      false, r.rtt_sample, now);
+		if (p->opcode != MRC_OP_READ_RESP || s->length <= 1u << s->shift)
+			mrc_req_path_feedback(qp,
+					      mrc_tx_slot(&qp->tx, p->psn)->entropy,
+					      false, r.rtt_sample, now);
 	}
 	mrc_req_path_uncharge(qp, &r);
 	mrc_req_cc(qp, now, &r, 0);

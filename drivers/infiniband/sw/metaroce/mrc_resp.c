@@ -1053,8 +1053,10 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	 * a needless pass costs a ping-pong about 3 us in the test bed.
 	 */
 	run = mrc_resp_pending(qp);
-	if (!fatal && mrc_resp_ack_implied(qp, p, n, old_nxt, flags))
+	if (!fatal && mrc_resp_ack_implied(qp, p, n, old_nxt, flags)) {
+		mrc_stat_inc(qp->mdev, MRC_ST_ACK_IMPLIED);
 		goto out;
+	}
 check:
 	if (!fatal && mrc_resp_check_err(qp))
 		fatal = true;
