@@ -358,7 +358,7 @@ static void mrc_qp_give_back_srq(struct mrc_qp *qp)
 		n += qp->rmsg[i].have_wqe;
 	if (!n)
 		return;
-	b = kmalloc(struct_size(b, w, n), GFP_KERNEL_ACCOUNT);
+	b = kmalloc(struct_size(b, w, n), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!b) {
 		mrc_qp_flush_srq_held(qp);
 		return;
