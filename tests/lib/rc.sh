@@ -140,7 +140,7 @@ rc_dmesg_mark() {
 	RC_DMESG_MARK=$(dmesg | wc -l)
 }
 rc_dmesg_bad() {
-	dmesg | tail -n +$((RC_DMESG_MARK + 1)) |
+	dmesg | tail -n +$((RC_DMESG_MARK + 1)) | dmesg_drop_known |
 		grep -E -A12 'BUG|WARNING|Oops|refcount_t|general protection|hung task|soft lockup|RCU stall|list_(add|del) corruption' |
 		head -n 60
 }
