@@ -43,50 +43,15 @@
  * bed's hosts are namespaces) unless --allow-init-netns is given.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
 #include <getopt.h>
-#include <net/ethernet.h>
-#include <net/if.h>
-#include <netinet/in.h>
-#include <netinet/ip.h>
-#include <netinet/udp.h>
-#include <linux/if_packet.h>
-#include <stdarg.h>
-#include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <metaroce/mrc_wire.h>
+#define MRC_TOOL "mrc_inject"
+#include "mrc_raw.h"
 
 #define MAX_DGRAM	9000
 #define MAX_CORRUPT	16
 #define LEARN_BUF	(MAX_DGRAM + 64)
-
-static const char *const drop_name[MRC_DROP_NR] = {
-	[MRC_DROP_NONE] = "none",
-	[MRC_DROP_TRUNCATED] = "truncated",
-	[MRC_DROP_BAD_VERSION] = "bad_version",
-	[MRC_DROP_BAD_OPCODE] = "bad_opcode",
-	[MRC_DROP_BAD_HDR_LEN] = "bad_hdr_len",
-	[MRC_DROP_BAD_PAY_LEN] = "bad_pay_len",
-	[MRC_DROP_BAD_FIELD] = "bad_field",
-	[MRC_DROP_BAD_PMTU] = "bad_pmtu",
-	[MRC_DROP_BAD_LENGTH] = "bad_length",
-	[MRC_DROP_BAD_SACK] = "bad_sack",
-	[MRC_DROP_NO_QP] = "no_qp",
-	[MRC_DROP_BAD_SRC] = "bad_source",
-	[MRC_DROP_BAD_STATE] = "bad_state",
-	[MRC_DROP_OUT_OF_WINDOW] = "out_of_window",
-	[MRC_DROP_BAD_ACK] = "bad_ack",
-	[MRC_DROP_NO_RESOURCE] = "no_resource",
-};
 
 struct name_val {
 	const char *name;
@@ -152,64 +117,10 @@ static struct {
 
 static struct mrc_pkt P;	/* the header template, host order */
 
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("mrc_inject: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
-static u64 now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (u64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* the driver's clock: CLOCK_MONOTONIC microseconds, truncated to 32 bits */
-static u32 mrc_clock(void)
-{
-	return (u32)now_us();
-}
-
+/* reproducible with --seed */
 static u64 rnd(void)
 {
-	/* splitmix64: reproducible with --seed */
-	u64 z = (O.seed += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static u64 num(const char *s, u64 max, const char *what)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *end || v > max || *s == '-')
-		die("bad %s: %s", what, s);
-	return v;
-}
-
-static s64 snum(const char *s, const char *what)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 0);
-	if (errno || end == s || *end)
-		die("bad %s: %s", what, s);
-	return v;
+	return mrc_splitmix64(&O.seed);
 }
 
 /* a comma list of names from @tab, or a number */
@@ -714,41 +625,6 @@ static u32 build_template(void)
 static int tx_fd = -1;
 static u16 own_sport;	/* our UDP socket's port (ignored by --learn) */
 
-static void check_netns(void)
-{
-	struct stat self, init;
-
-	if (O.allow_init_ns)
-		return;
-	if (stat("/proc/self/ns/net", &self) || stat("/proc/1/ns/net", &init))
-		die("cannot tell the network namespace (--allow-init-netns)");
-	if (self.st_ino == init.st_ino && self.st_dev == init.st_dev)
-		die("refusing the initial network namespace (--allow-init-netns)");
-}
-
-static void check_dst(void)
-{
-	u32 d = ntohl(O.dst.s_addr);
-
-	if (!d || d == INADDR_BROADCAST || IN_MULTICAST(d))
-		die("--dst %s: not a unicast address", inet_ntoa(O.dst));
-}
-
-/* raw mode without --src: the address the route to --dst would use */
-static void route_src(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr = O.dst,
-				  .sin_port = htons(O.dport) };
-	socklen_t sl = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    getsockname(fd, (struct sockaddr *)&sa, &sl))
-		die("no route to %s: %s", inet_ntoa(O.dst), strerror(errno));
-	O.src = sa.sin_addr;
-	close(fd);
-}
-
 static void open_tx(void)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
@@ -760,8 +636,9 @@ static void open_tx(void)
 		tx_fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
 		if (tx_fd < 0)
 			die("raw socket: %s (needs CAP_NET_RAW)", strerror(errno));
+		/* without --src: the address the route to --dst would use */
 		if (!O.have_src)
-			route_src();
+			O.src = mrc_route_src(O.dst, O.dport);
 		if (!O.sport)
 			O.sport = 49152 + rnd() % 16384;
 		own_sport = O.sport;
@@ -783,66 +660,28 @@ static void open_tx(void)
 	own_sport = ntohs(sa.sin_port);
 }
 
-static u32 csum_add(u32 sum, const void *buf, size_t len)
-{
-	const u8 *b = buf;
-	size_t i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (u32)b[i] << 8 | b[i + 1];
-	if (len & 1)
-		sum += (u32)b[len - 1] << 8;
-	return sum;
-}
-
-static u16 csum_fold(u32 sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (u16)~sum;
-}
-
 /* IPv4 + UDP headers in front of the datagram; returns the frame length */
 static size_t raw_frame(u8 *frame, const u8 *dg, size_t len,
 			u16 sport)
 {
-	struct iphdr *ip = (struct iphdr *)frame;
-	struct udphdr *uh = (struct udphdr *)(frame + sizeof(*ip));
-	u16 ulen = sizeof(*uh) + len;
-	u8 pseudo[12];
+	struct udphdr *uh = (struct udphdr *)(frame + sizeof(struct iphdr));
+	struct mrc_raw_hdr h = {
+		.src = O.src, .dst = O.dst, .sport = sport, .dport = O.dport,
+		.tos = O.dscp << 2 | O.ecn, .ttl = O.ttl,
+	};
+	size_t flen;
 	u16 sum;
 
-	memset(frame, 0, sizeof(*ip) + sizeof(*uh));
-	ip->version = 4;
-	ip->ihl = sizeof(*ip) / 4;
-	ip->tos = O.dscp << 2 | O.ecn;
-	ip->tot_len = htons(sizeof(*ip) + ulen);
-	ip->id = htons(rnd());
-	ip->frag_off = htons(IP_DF);
-	ip->ttl = O.ttl;
-	ip->protocol = IPPROTO_UDP;
-	ip->saddr = O.src.s_addr;
-	ip->daddr = O.dst.s_addr;	/* the kernel fills in the IP checksum */
-	uh->source = htons(sport);
-	uh->dest = htons(O.dport);
-	uh->len = htons(ulen);
-	memcpy(frame + sizeof(*ip) + sizeof(*uh), dg, len);
-
-	memcpy(pseudo, &ip->saddr, 4);
-	memcpy(pseudo + 4, &ip->daddr, 4);
-	pseudo[8] = 0;
-	pseudo[9] = IPPROTO_UDP;
-	pseudo[10] = ulen >> 8;
-	pseudo[11] = ulen;
-	sum = csum_fold(csum_add(csum_add(0, pseudo, 12), uh, ulen));
-	if (!sum)
-		sum = 0xffff;	/* 0 means "no checksum" */
+	h.id = rnd();
+	memcpy(frame + MRC_FRAME_HDR, dg, len);
+	flen = mrc_raw_frame(frame, len, &h);
+	sum = ntohs(uh->check);
 	if (O.csum == CSUM_ZERO)
 		sum = 0;
 	else if (O.csum == CSUM_BAD)
 		sum = sum == 0x5555 ? 0x1234 : sum ^ 0x5555;
 	uh->check = htons(sum);
-	return sizeof(*ip) + ulen;
+	return flen;
 }
 
 static int send_one(const u8 *dg, size_t len, u64 i)
@@ -876,24 +715,6 @@ static int learn_fd = -1;
 static u32 learned_base;
 static u64 learned;
 
-static void open_learn(void)
-{
-	struct sockaddr_ll sl = { .sll_family = AF_PACKET,
-				  .sll_protocol = htons(ETH_P_ALL) };
-
-	sl.sll_ifindex = if_nametoindex(O.learn_if);
-	if (!sl.sll_ifindex)
-		die("--learn %s: no such interface", O.learn_if);
-	/*
-	 * ETH_P_ALL: only such sockets see what the host sends (the peer's
-	 * ACKs to the victim leave through IFACE).  Cooked: frames start at
-	 * the network header.
-	 */
-	learn_fd = socket(AF_PACKET, SOCK_DGRAM, htons(ETH_P_ALL));
-	if (learn_fd < 0 || bind(learn_fd, (struct sockaddr *)&sl, sizeof(sl)))
-		die("packet socket on %s: %s", O.learn_if, strerror(errno));
-}
-
 /* one sniffed IPv4 frame: an ACK of this connection moves the base */
 static void learn_frame(const u8 *f, size_t len)
 {
@@ -901,7 +722,6 @@ static void learn_frame(const u8 *f, size_t len)
 	const struct udphdr *uh;
 	struct mrc_pkt a;
 	size_t ihl;
-	bool victim_sent;
 
 	if (len < sizeof(*ip) || ip->version != 4 || ip->protocol != IPPROTO_UDP)
 		return;
@@ -915,22 +735,11 @@ static void learn_frame(const u8 *f, size_t len)
 	len -= ihl + sizeof(*uh);
 	if (ntohs(uh->len) >= sizeof(*uh) && ntohs(uh->len) - sizeof(*uh) < len)
 		len = ntohs(uh->len) - sizeof(*uh);
-	if (mrc_wire_parse(uh + 1, len, &a) || a.opcode != MRC_OP_ACK ||
-	    a.ack.syndrome != MRC_SYN_ACK)
+	/* an ACK op: the peer's ACKs to the victim; else the victim's */
+	if (!mrc_parse_ack(uh + 1, len, &a) ||
+	    !mrc_ack_of(ip, &a, O.dst, H.dqpn, H.sqpn, H.op != MRC_OP_ACK))
 		return;
-	if (H.op == MRC_OP_ACK)	/* the peer's ACKs to the victim */
-		victim_sent = false;
-	else			/* the victim's ACKs to its peer */
-		victim_sent = true;
-	if (victim_sent ? (ip->saddr != O.dst.s_addr || a.sqpn != H.dqpn ||
-			   a.dqpn != H.sqpn) :
-			  (ip->daddr != O.dst.s_addr || a.sqpn != H.sqpn ||
-			   a.dqpn != H.dqpn))
-		return;
-	/* the newest cumulative PSN: ACKs can arrive out of order */
-	if (!learned || (s32)(a.psn - learned_base) > 0)
-		learned_base = a.psn;
-	learned++;
+	mrc_learn_psn(&learned_base, &learned, a.psn);
 }
 
 /* read what was sniffed; wait up to @wait_ms for the first ACK */
@@ -1033,7 +842,7 @@ static void print_result(u64 sent, u64 errors, u64 bytes, u64 elapsed,
 	       tally[MRC_DROP_NONE]);
 	for (k = 1; k < MRC_DROP_NR; k++)
 		if (tally[k])
-			printf(" reject_%s=%llu", drop_name[k], tally[k]);
+			printf(" reject_%s=%llu", mrc_drop_name[k], tally[k]);
 	printf("\n");
 	fflush(stdout);
 }
@@ -1050,18 +859,17 @@ int main(int argc, char **argv)
 	unsigned int k;
 
 	parse_args(argc, argv);
-	check_netns();
-	check_dst();
+	mrc_check_netns(O.allow_init_ns);
+	mrc_check_dst(O.dst);
 	pay = build_template();
 	hdr_len = mrc_wire_hdr_len(P.opcode, P.flags, P.ack.sack_words);
 	malformed = O.garbage || O.ncorrupt || O.truncate >= 0;
 	open_tx();
 	if (O.learn_if) {
-		open_learn();
+		learn_fd = mrc_open_learn(O.learn_if, 0, NULL);
 		learn_poll(O.learn_wait_ms);
 		if (!learned) {
-			fprintf(stderr, "mrc_inject: no ACK of QPs %u/%u on %s in %u ms\n",
-				H.dqpn, H.sqpn, O.learn_if, O.learn_wait_ms);
+			mrc_no_ack(H.dqpn, H.sqpn, O.learn_if, O.learn_wait_ms);
 			if (!O.have_base) {
 				print_result(0, 0, 0, 0, 0, 0, 0, 0);
 				return 3;
@@ -1101,10 +909,10 @@ int main(int argc, char **argv)
 		err = mrc_wire_parse(dg, len, &q);
 		if (err && !malformed && !O.force)
 			die("packet %llu would be dropped as %s (--force sends it anyway)",
-			    i, drop_name[-err]);
+			    i, mrc_drop_name[-err]);
 		if (O.verbose)
 			fprintf(stderr, "mrc_inject: #%llu op 0x%02x psn %u len %zu parse %s\n",
-				i, P.opcode, psn, len, err ? drop_name[-err] : "ok");
+				i, P.opcode, psn, len, err ? mrc_drop_name[-err] : "ok");
 		ts = now_us();
 		if (send_one(dg, len, i)) {
 			errors++;

@@ -52,32 +52,15 @@
  * network namespace unless --allow-init-netns is given.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
 #include <getopt.h>
-#include <linux/filter.h>
-#include <linux/if_packet.h>
-#include <net/ethernet.h>
-#include <net/if.h>
-#include <netinet/in.h>
-#include <netinet/ip.h>
-#include <netinet/udp.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <metaroce/mrc_wire.h>
+#define MRC_TOOL "mrc_wirefuzz"
+#include "mrc_raw.h"
 
 #define MAX_PAY		896		/* payload of a template: frames fit MTU 1500 */
 #define MAX_JUNK	400
 #define MAX_DG		(MRC_HDR_MAX_LEN + MAX_PAY + MAX_JUNK)
-#define FRAME_HDR	(sizeof(struct iphdr) + sizeof(struct udphdr))
+#define FRAME_HDR	MRC_FRAME_HDR
 #define MAX_BATCH	256
 #define RX_WIN		1024		/* the victim's receive window */
 #define FAR_MARGIN	16384		/* beyond: the window may move meanwhile */
@@ -107,26 +90,6 @@ static const char *const zone_name[Z_NR] = {
 	"ack_beyond", "resp_below", "resp_beyond",
 };
 
-static const char *const drop_name[MRC_DROP_NR] = {
-	[MRC_DROP_NONE] = "none",
-	[MRC_DROP_TRUNCATED] = "truncated",
-	[MRC_DROP_BAD_VERSION] = "bad_version",
-	[MRC_DROP_BAD_OPCODE] = "bad_opcode",
-	[MRC_DROP_BAD_HDR_LEN] = "bad_hdr_len",
-	[MRC_DROP_BAD_PAY_LEN] = "bad_pay_len",
-	[MRC_DROP_BAD_FIELD] = "bad_field",
-	[MRC_DROP_BAD_PMTU] = "bad_pmtu",
-	[MRC_DROP_BAD_LENGTH] = "bad_length",
-	[MRC_DROP_BAD_SACK] = "bad_sack",
-	[MRC_DROP_NO_QP] = "no_qp",
-	[MRC_DROP_BAD_SRC] = "bad_source",
-	[MRC_DROP_BAD_STATE] = "bad_state",
-	[MRC_DROP_OUT_OF_WINDOW] = "out_of_window",
-	[MRC_DROP_BAD_ACK] = "bad_ack",
-	[MRC_DROP_NO_RESOURCE] = "no_resource",
-	[MRC_DROP_BAD_DUP] = "bad_duplicate",
-};
-
 /* the opcodes a template is drawn from; index into the op_* tallies */
 static const u8 ops[] = {
 	MRC_OP_SEND, MRC_OP_WRITE, MRC_OP_READ_REQ, MRC_OP_ATOMIC_CS,
@@ -154,34 +117,10 @@ static struct {
 static u64 T_op[NOPS], T_mut[M_NR], T_id[I_NR], T_zone[Z_NR];
 static u64 T_drop[MRC_DROP_NR], T_window, T_defang;
 
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("mrc_wirefuzz: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
-static u64 now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (u64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
+/* the stream follows from --seed */
 static u64 rnd(void)
 {
-	/* splitmix64: the stream follows from --seed */
-	u64 z = (O.seed += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return mrc_splitmix64(&O.seed);
 }
 
 static u32 rndn(u32 n)
@@ -199,18 +138,6 @@ static unsigned int pick(const unsigned int *w, unsigned int n)
 		r -= w[i];
 	}
 	return n - 1;
-}
-
-static u64 num(const char *s, u64 max, const char *what)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *end || v > max || *s == '-')
-		die("bad %s: %s", what, s);
-	return v;
 }
 
 /* --- learning the live PSNs ------------------------------------------------ */
@@ -241,28 +168,8 @@ static void open_learn(void)
 	};
 	struct sock_fprog prog = { .len = ARRAY_SIZE(code),
 				   .filter = code };
-	struct sockaddr_ll sl = { .sll_family = AF_PACKET,
-				  .sll_protocol = htons(ETH_P_ALL) };
 
-	sl.sll_ifindex = if_nametoindex(O.learn_if);
-	if (!sl.sll_ifindex)
-		die("--learn %s: no such interface", O.learn_if);
-	/* ETH_P_ALL: only such sockets see what this host sends too */
-	learn_fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK,
-			  htons(ETH_P_ALL));
-	if (learn_fd < 0 ||
-	    setsockopt(learn_fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
-		       sizeof(prog)) ||
-	    bind(learn_fd, (struct sockaddr *)&sl, sizeof(sl)))
-		die("packet socket on %s: %s", O.learn_if, strerror(errno));
-}
-
-/* the newest cumulative PSN: ACKs can arrive out of order */
-static void learn_psn(u32 *base, u64 *n, u32 psn)
-{
-	if (!*n || (s32)(psn - *base) > 0)
-		*base = psn;
-	(*n)++;
+	learn_fd = mrc_open_learn(O.learn_if, SOCK_NONBLOCK, &prog);
 }
 
 static void learn_frame(const u8 *f, size_t len)
@@ -270,14 +177,12 @@ static void learn_frame(const u8 *f, size_t len)
 	const struct iphdr *ip = (const void *)f;
 	struct mrc_pkt a;
 
-	if (len < FRAME_HDR || mrc_wire_parse(f + FRAME_HDR, len - FRAME_HDR, &a) ||
-	    a.opcode != MRC_OP_ACK || a.ack.syndrome != MRC_SYN_ACK)
+	if (len < FRAME_HDR || !mrc_parse_ack(f + FRAME_HDR, len - FRAME_HDR, &a))
 		return;
-	if (ip->saddr == O.dst.s_addr && a.sqpn == O.dqpn && a.dqpn == O.sqpn)
-		learn_psn(&base_req, &learned_req, a.psn);
-	else if (ip->daddr == O.dst.s_addr && a.sqpn == O.sqpn &&
-		 a.dqpn == O.dqpn)
-		learn_psn(&base_ack, &learned_ack, a.psn);
+	if (mrc_ack_of(ip, &a, O.dst, O.dqpn, O.sqpn, true))
+		mrc_learn_psn(&base_req, &learned_req, a.psn);
+	else if (mrc_ack_of(ip, &a, O.dst, O.dqpn, O.sqpn, false))
+		mrc_learn_psn(&base_ack, &learned_ack, a.psn);
 }
 
 static void learn_poll(void)
@@ -336,7 +241,7 @@ static u32 tmpl(struct mrc_pkt *p, unsigned int k)
 
 	memset(p, 0, sizeof(*p));
 	p->opcode = ops[k];
-	p->tsval = (u32)now_us() - rndn(2) * (u32)rnd();
+	p->tsval = mrc_clock() - rndn(2) * (u32)rnd();
 	switch (p->opcode) {
 	case MRC_OP_SEND:
 	case MRC_OP_WRITE:
@@ -390,7 +295,7 @@ static u32 tmpl(struct mrc_pkt *p, unsigned int k)
 		p->ack.rnr_timer = rndn(32);
 		p->ack.flags = rndn(MRC_ACKF_ALL + 1);
 		p->ack.nak_psn = rnd();
-		p->ack.ts_echo = rndn(2) ? (u32)now_us() : (u32)rnd();
+		p->ack.ts_echo = rndn(2) ? mrc_clock() : (u32)rnd();
 		p->ack.delay = rndn(2) ? rndn(1000) : (u32)rnd();
 		p->ack.ce_count = rnd();
 		p->ack.entropy = rnd();
@@ -701,50 +606,17 @@ static bool finish(u8 *dg, size_t len, enum ident id)
 
 /* --- sending ---------------------------------------------------------------- */
 
-static u32 csum_add(u32 sum, const u8 *b, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (u32)b[i] << 8 | b[i + 1];
-	if (len & 1)
-		sum += (u32)b[len - 1] << 8;
-	return sum;
-}
-
 /* IPv4 + UDP around the datagram at f + FRAME_HDR; returns the length */
 static size_t frame(u8 *f, size_t len, bool spoof)
 {
-	struct iphdr *ip = (struct iphdr *)f;
-	struct udphdr *uh = (struct udphdr *)(f + sizeof(*ip));
-	u16 ulen = sizeof(*uh) + len;
-	u8 pseudo[12];
-	u32 sum;
+	struct mrc_raw_hdr h = {
+		.src = spoof ? O.spoof : O.src, .dst = O.dst,
+		.dport = MRC_DEFAULT_UDP_PORT, .ttl = FUZZ_TTL,
+	};
 
-	memset(f, 0, FRAME_HDR);
-	ip->version = 4;
-	ip->ihl = 5;
-	ip->tot_len = htons(FRAME_HDR + len);
-	ip->id = htons(rnd());
-	ip->frag_off = htons(IP_DF);
-	ip->ttl = FUZZ_TTL;
-	ip->protocol = IPPROTO_UDP;
-	ip->saddr = spoof ? O.spoof.s_addr : O.src.s_addr;
-	ip->daddr = O.dst.s_addr;
-	uh->source = htons(1024 + rndn(64512));
-	uh->dest = htons(MRC_DEFAULT_UDP_PORT);
-	uh->len = htons(ulen);
-	memcpy(pseudo, &ip->saddr, 8);
-	pseudo[8] = 0;
-	pseudo[9] = IPPROTO_UDP;
-	pseudo[10] = ulen >> 8;
-	pseudo[11] = ulen;
-	sum = csum_add(csum_add(0, pseudo, 12), (u8 *)uh, ulen);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	sum = (u16)~sum;
-	uh->check = htons(sum ? sum : 0xffff);
-	return FRAME_HDR + len;
+	h.id = rnd();
+	h.sport = 1024 + rndn(64512);
+	return mrc_raw_frame(f, len, &h);
 }
 
 /* one fuzzed frame into @f; returns its length */
@@ -777,35 +649,6 @@ static size_t one(u8 *f)
 	T_id[id]++;
 	spoof = finish(dg, len, id);
 	return frame(f, len, spoof);
-}
-
-static void check_netns(void)
-{
-	struct stat self, init;
-
-	if (O.allow_init_ns)
-		return;
-	if (stat("/proc/self/ns/net", &self) || stat("/proc/1/ns/net", &init))
-		die("cannot tell the network namespace (--allow-init-netns)");
-	if (self.st_ino == init.st_ino && self.st_dev == init.st_dev)
-		die("refusing the initial network namespace (--allow-init-netns)");
-}
-
-static void route_src(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr = O.dst,
-				  .sin_port = htons(MRC_DEFAULT_UDP_PORT) };
-	socklen_t sl = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	u32 d = ntohl(O.dst.s_addr);
-
-	if (!d || d == INADDR_BROADCAST || IN_MULTICAST(d))
-		die("--dst %s: not a unicast address", inet_ntoa(O.dst));
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    getsockname(fd, (struct sockaddr *)&sa, &sl))
-		die("no route to %s: %s", inet_ntoa(O.dst), strerror(errno));
-	O.src = sa.sin_addr;
-	close(fd);
 }
 
 static const char help_text[] =
@@ -929,7 +772,7 @@ static void print_result(u64 sent, u64 errors, u64 us)
 	for (k = 0; k < I_NR; k++)
 		printf(" id_%s=%llu", id_name[k], T_id[k]);
 	for (k = 1; k < MRC_DROP_NR; k++)
-		printf(" expect_drop_%s=%llu", drop_name[k], T_drop[k]);
+		printf(" expect_drop_%s=%llu", mrc_drop_name[k], T_drop[k]);
 	printf(" expect_window=%llu", T_window);
 	for (k = 0; k < Z_NR; k++)
 		printf(" zone_%s=%llu", zone_name[k], T_zone[k]);
@@ -959,8 +802,9 @@ int main(int argc, char **argv)
 		print_result(sent, 0, now_us() - t0);
 		return 0;
 	}
-	check_netns();
-	route_src();
+	mrc_check_netns(O.allow_init_ns);
+	mrc_check_dst(O.dst);
+	O.src = mrc_route_src(O.dst, MRC_DEFAULT_UDP_PORT);
 	to.sin_addr = O.dst;
 	fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
 	if (fd < 0 || setsockopt(fd, IPPROTO_IP, IP_HDRINCL, &one_, sizeof(one_)))
@@ -974,8 +818,7 @@ int main(int argc, char **argv)
 		usleep(1000);
 	} while (now_us() < end);
 	if (!learned_req && !learned_ack) {
-		fprintf(stderr, "mrc_wirefuzz: no ACK of QPs %u/%u on %s in %u ms\n",
-			O.dqpn, O.sqpn, O.learn_if, O.learn_wait_ms);
+		mrc_no_ack(O.dqpn, O.sqpn, O.learn_if, O.learn_wait_ms);
 		print_result(0, 0, 0);
 		return 3;
 	}
