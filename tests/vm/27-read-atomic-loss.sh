@@ -88,10 +88,13 @@ run() {
 #    when a later segment came, the tail-loss probe when it was the last
 drop_nth "$PA" 0x10 0xff 7
 run "lone READ, a response segment dropped" "$PA" -- -o read -s 64K -S 27
-t_check "READ response: each segment re-requested ($RETX retransmitted for $DROPS, at most 2 x + $SLACK)" \
-	in_range "$RETX" "$DROPS" $((2 * DROPS + SLACK))
-t_check "READ response: hostB served each again ($DUPB duplicate requests >= $DROPS)" \
-	[ "$DUPB" -ge "$DROPS" ]
+# a READ of up to 8 segments loses at most 2 to a 1-in-7 filter, and one
+# re-request may ask for both (a probe asks for the rest of the READ)
+half=$(((DROPS + 1) / 2))
+t_check "READ response: the lost segments re-requested ($RETX retransmitted for $DROPS, at least $half, at most 2 x + $SLACK)" \
+	in_range "$RETX" "$half" $((2 * DROPS + SLACK))
+t_check "READ response: hostB served them again ($DUPB duplicate requests >= $half)" \
+	[ "$DUPB" -ge "$half" ]
 
 # b) atomic responses: the re-asked atomic is a duplicate at hostB,
 #    answered from the replay cache (executed once: mrc_verify checks
