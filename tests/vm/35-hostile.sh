@@ -41,9 +41,10 @@ if ! rc_setup --mtu 9000 >/tmp/rc_setup.log 2>&1; then
 fi
 t_ok "two hosts with metaroce devices"
 
-# long enough to outlast every case's injections (checked); e) has many
+# long enough to outlast every case's injections (checked); e) has many.
+# A slower guest (debug kernel: METAROCE_VM_TIMEOUT_FACTOR) injects slower.
 XFER=(--dir c2s -q 1 -s 64K --ops all)
-XFER_S=15
+XFER_S=$((15 * ${METAROCE_VM_TIMEOUT_FACTOR:-1}))
 BAD_RKEY=0xffffff00
 # shellcheck disable=SC2034 # filled through namerefs
 declare -A a0 a1 b0 b1 s0 s1 QA QB
@@ -101,7 +102,7 @@ xfer_start() {
 	rc_snap b0 "$RC_DEV_B"
 	rm -f /tmp/hx.cli /tmp/hx.srv
 	X_US=$(us)
-	rc_verify --timeout 150 --log /tmp/hx "${XFER[@]}" -D "${1:-$XFER_S}" &
+	rc_verify --timeout $((150 * ${METAROCE_VM_TIMEOUT_FACTOR:-1})) --log /tmp/hx "${XFER[@]}" -D "${1:-$XFER_S}" &
 	X_PID=$!
 	if ! wait_for 60 grep -q running /tmp/hx.cli; then
 		t_fail "$CASE the transfer starts" "$(tail -n 5 /tmp/hx.cli /tmp/hx.srv 2>&1)"
