@@ -48,6 +48,8 @@ static struct socket *mrc_sock_open(struct net *net, bool ipv6)
 		.family = ipv6 ? AF_INET6 : AF_INET,
 		.local_udp_port = htons(mrc_udp_port),
 		.ipv6_v6only = 1,
+		/* the checksum is all the integrity a packet has: no zero */
+		.use_udp6_rx_checksums = 1,
 	};
 	struct socket *sock;
 	int err;
