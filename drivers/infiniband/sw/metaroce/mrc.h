@@ -335,6 +335,7 @@ struct mrc_srq_back {
 struct mrc_srq {
 	struct ib_srq ibsrq;
 	spinlock_t lock;		/* ring, cons, limit, back */
+	spinlock_t post_lock;		/* kernel posters, any context */
 	struct mrc_ring ring;
 	struct list_head back;		/* mrc_srq_back, taken before the ring */
 	u32 srq_num;
@@ -416,8 +417,14 @@ struct mrc_qp {
 	struct ib_qp ibqp;
 	struct mrc_dev *mdev;
 	spinlock_t lock;		/* everything below */
+	/*
+	 * Kernel posters, in any context (hard IRQs included), and the
+	 * writers of state: qp->lock is taken with IRQs on, so a poster in
+	 * a hard IRQ must not take it.  Order: lock, then post_lock.
+	 */
+	spinlock_t post_lock;
 	struct mutex state_mutex;	/* modify_qp vs destroy */
-	enum ib_qp_state state;
+	enum ib_qp_state state;		/* written by mrc_qp_set_state() */
 	bool is_user;
 	bool sq_sig_all;
 	bool dead;			/* destroy started */
@@ -632,6 +639,7 @@ int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int mrc_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		  const struct ib_recv_wr **bad);
 void mrc_qp_error(struct mrc_qp *qp);
+void mrc_qp_set_state(struct mrc_qp *qp, enum ib_qp_state state);
 struct mrc_qp *mrc_qp_get(struct mrc_dev *mdev, u32 qpn);
 void mrc_qp_put(struct mrc_qp *qp);
 int mrc_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,

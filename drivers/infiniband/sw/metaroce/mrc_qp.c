@@ -188,6 +188,7 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->tx_timer.function = mrc_tx_timer_fn;
 	hrtimer_init(&qp->ack_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	qp->ack_timer.function = mrc_ack_timer_fn;
+	spin_lock_init(&qp->post_lock);
 	qp->state = IB_QPS_RESET;
 	qp->is_user = !!udata;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
@@ -398,12 +399,17 @@ static void mrc_qp_reset(struct mrc_qp *qp)
 	memset(qp->aresp, 0, sizeof(qp->aresp));
 	memset(qp->rmsg, 0, qp->rmsg_n * sizeof(*qp->rmsg));
 	if (!qp->is_user) {
+		unsigned long flags;
+
+		/* a kernel poster racing a reset is the caller's bug: no tear */
+		spin_lock_irqsave(&qp->post_lock, flags);
 		qp->sq.hdr->prod = 0;
 		qp->sq.hdr->cons = 0;
 		if (qp->has_rq) {
 			qp->rq.hdr->prod = 0;
 			qp->rq.hdr->cons = 0;
 		}
+		spin_unlock_irqrestore(&qp->post_lock, flags);
 	} else {
 		/* the provider's producer index stays where it was */
 		qp->sq_cons = READ_ONCE(qp->sq.hdr->prod);
@@ -582,7 +588,7 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	default:
 		break;
 	}
-	qp->state = new;
+	mrc_qp_set_state(qp, new);
 	if (new == IB_QPS_ERR) {
 		spin_unlock_bh(&qp->lock);
 		mrc_qp_error(qp);
@@ -748,7 +754,8 @@ static int mrc_post_one_send(struct mrc_qp *qp, const struct ib_send_wr *wr)
 	u32 prod = qp->sq.hdr->prod;
 	int err;
 
-	if (prod - qp->sq_cons >= qp->sq.depth)
+	/* sq_cons only grows (outside a reset): a stale one is safe */
+	if (prod - READ_ONCE(qp->sq_cons) >= qp->sq.depth)
 		return -ENOMEM;
 	if (wr->num_sge > qp->max_send_sge)
 		return -EINVAL;
@@ -809,10 +816,10 @@ int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	if (qp->ibqp.qp_type != IB_QPT_RC)
 		return mrc_ud_post_send(qp, wr, bad);
-	/* kernel callers may have IRQs off (verbs allow it) */
-	spin_lock_irqsave(&qp->lock, flags);
+	/* kernel callers may be in any context, hard IRQs included */
+	spin_lock_irqsave(&qp->post_lock, flags);
 	if (qp->state < IB_QPS_RTS && qp->state != IB_QPS_ERR) {
-		spin_unlock_irqrestore(&qp->lock, flags);
+		spin_unlock_irqrestore(&qp->post_lock, flags);
 		*bad = wr;
 		return -EINVAL;
 	}
@@ -823,7 +830,7 @@ int mrc_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			break;
 		}
 	}
-	spin_unlock_irqrestore(&qp->lock, flags);
+	spin_unlock_irqrestore(&qp->post_lock, flags);
 	/* the send engine enables BH on its way out: not with IRQs off */
 	if (irqs_disabled())
 		queue_work(mrc_wq, &qp->send_work);
@@ -870,17 +877,18 @@ int mrc_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		*bad = wr;
 		return -EINVAL;
 	}
-	spin_lock_irqsave(&qp->lock, flags);
+	spin_lock_irqsave(&qp->post_lock, flags);
 	for (; wr; wr = wr->next) {
-		err = mrc_post_one_recv(&qp->rq, qp->rq_cons, qp->max_recv_sge,
-					wr);
+		err = mrc_post_one_recv(&qp->rq, READ_ONCE(qp->rq_cons),
+					qp->max_recv_sge, wr);
 		if (err) {
 			*bad = wr;
 			break;
 		}
 	}
+	/* a move to ERR after this finds these WQEs and flushes them */
 	flush = qp->state == IB_QPS_ERR;
-	spin_unlock_irqrestore(&qp->lock, flags);
+	spin_unlock_irqrestore(&qp->post_lock, flags);
 	if (flush && irqs_disabled())
 		queue_work(mrc_wq, &qp->rq_flush_work);
 	else if (flush)
@@ -950,6 +958,7 @@ int mrc_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		goto err_count;
 	}
 	spin_lock_init(&srq->lock);
+	spin_lock_init(&srq->post_lock);
 	INIT_LIST_HEAD(&srq->back);
 	srq->is_user = !!udata;
 	srq->pd = to_mpd(ibsrq->pd);
@@ -1050,16 +1059,17 @@ int mrc_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		*bad = wr;
 		return -EINVAL;
 	}
-	spin_lock_irqsave(&srq->lock, flags);
+	/* not srq->lock: that one is taken with IRQs on */
+	spin_lock_irqsave(&srq->post_lock, flags);
 	for (; wr; wr = wr->next) {
-		err = mrc_post_one_recv(&srq->ring, srq->cons, srq->max_sge,
-					wr);
+		err = mrc_post_one_recv(&srq->ring, READ_ONCE(srq->cons),
+					srq->max_sge, wr);
 		if (err) {
 			*bad = wr;
 			break;
 		}
 	}
-	spin_unlock_irqrestore(&srq->lock, flags);
+	spin_unlock_irqrestore(&srq->post_lock, flags);
 	return err;
 }
 

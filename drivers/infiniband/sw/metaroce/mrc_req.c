@@ -505,11 +505,29 @@ void mrc_flush_sq(struct mrc_qp *qp, u8 first_status)
 	qp->rd_outstanding = 0;
 }
 
+/**
+ * mrc_qp_set_state() - change @qp's state (qp->lock held, or @qp not live).
+ * @qp: the QP.
+ * @state: the new state.
+ *
+ * Under post_lock, so that a kernel poster either saw the old state and
+ * its work requests are in the rings before the change (the flush after
+ * it finds them), or sees the new one.
+ */
+void mrc_qp_set_state(struct mrc_qp *qp, enum ib_qp_state state)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->post_lock, flags);
+	WRITE_ONCE(qp->state, state);
+	spin_unlock_irqrestore(&qp->post_lock, flags);
+}
+
 /* move to the error state and flush both queues (qp->lock not held) */
 void mrc_qp_error(struct mrc_qp *qp)
 {
 	spin_lock_bh(&qp->lock);
-	qp->state = IB_QPS_ERR;
+	mrc_qp_set_state(qp, IB_QPS_ERR);
 	mrc_rd_flush(qp);
 	mrc_flush_sq(qp, IB_WC_WR_FLUSH_ERR);
 	hrtimer_try_to_cancel(&qp->tx_timer);
@@ -521,7 +539,7 @@ void mrc_qp_error(struct mrc_qp *qp)
 /* fail the WQE at sq_cons with @status and put the QP in error (locked) */
 static void mrc_req_fail(struct mrc_qp *qp, u8 status)
 {
-	qp->state = IB_QPS_ERR;
+	mrc_qp_set_state(qp, IB_QPS_ERR);
 	mrc_rd_flush(qp);
 	mrc_flush_sq(qp, status);
 	qp->tx_timer_armed = false;

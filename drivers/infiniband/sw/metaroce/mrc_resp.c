@@ -321,7 +321,7 @@ static bool mrc_resp_check_err(struct mrc_qp *qp)
 		qp->rmsn_base++;
 	}
 	qp->err_pending = false;
-	qp->state = IB_QPS_ERR;
+	mrc_qp_set_state(qp, IB_QPS_ERR);
 	return true;
 }
 
@@ -682,7 +682,7 @@ static bool mrc_rd_schedule(struct mrc_qp *qp)
 access_err:
 		mrc_send_ack(qp, MRC_SYN_REM_ACCESS, e->psn);
 		mrc_rd_free(e);
-		qp->state = IB_QPS_ERR;
+		mrc_qp_set_state(qp, IB_QPS_ERR);
 		return true;
 	}
 }
@@ -794,7 +794,7 @@ bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget, u32 now)
 				/* every earlier request answered: now the NAK */
 				mrc_send_ack(qp, MRC_SYN_INV_REQ, qp->rd_viol_psn);
 				qp->rd_viol = false;
-				qp->state = IB_QPS_ERR;
+				mrc_qp_set_state(qp, IB_QPS_ERR);
 				qp->resp_fail = true;
 			}
 			return true;

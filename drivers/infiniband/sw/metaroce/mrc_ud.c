@@ -206,7 +206,7 @@ static int mrc_ud_post_one(struct mrc_qp *qp, const struct ib_send_wr *wr)
 	struct metaroce_send_wqe *w;
 	int err;
 
-	if (prod - qp->sq_cons >= qp->sq.depth)
+	if (prod - READ_ONCE(qp->sq_cons) >= qp->sq.depth)
 		return -ENOMEM;
 	if (wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM)
 		return -EINVAL;
@@ -248,7 +248,8 @@ int mrc_ud_post_send(struct mrc_qp *qp, const struct ib_send_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
-	spin_lock_irqsave(&qp->lock, flags);
+	/* post_lock, not qp->lock: callers may be in a hard IRQ */
+	spin_lock_irqsave(&qp->post_lock, flags);
 	if (qp->state < IB_QPS_RTS && qp->state != IB_QPS_ERR) {
 		err = -EINVAL;
 		*bad = wr;
@@ -262,7 +263,7 @@ int mrc_ud_post_send(struct mrc_qp *qp, const struct ib_send_wr *wr,
 		}
 	}
 out:
-	spin_unlock_irqrestore(&qp->lock, flags);
+	spin_unlock_irqrestore(&qp->post_lock, flags);
 	queue_work(mrc_wq, &qp->send_work);
 	return err;
 }
@@ -389,7 +390,7 @@ static int mrc_ud_build(struct mrc_qp *qp, u32 idx, struct sk_buff_head *q,
 /* a WQE failed: it completes with @status, the QP goes to error (locked) */
 static void mrc_ud_fail(struct mrc_qp *qp, u8 status)
 {
-	qp->state = IB_QPS_ERR;
+	mrc_qp_set_state(qp, IB_QPS_ERR);
 	mrc_flush_sq(qp, status);
 }
 
