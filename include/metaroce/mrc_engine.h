@@ -111,6 +111,8 @@ u32 mrc_rtt_rto(const struct mrc_rtt *r);
  * @xmits: transmissions so far (saturates at 255).
  * @prev_entropy: UDP source port of the transmission before the latest
  *	(with MRC_TXS_CHARGED: the path a RACK loss was charged to).
+ * @pkt_first: the PSN began the packet of its latest transmission (a READ
+ *	request packet covers several PSNs); padding otherwise.
  */
 struct mrc_tx_slot {
 	u32 xmit_ts;
@@ -118,6 +120,7 @@ struct mrc_tx_slot {
 	u8 flags;
 	u8 xmits;
 	u16 prev_entropy;
+	u8 pkt_first;
 };
 
 /*

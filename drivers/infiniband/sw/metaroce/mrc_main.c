@@ -98,9 +98,24 @@ unsigned int mrc_credit_target_us = 250;
 module_param_named(credit_target_us, mrc_credit_target_us, uint, 0644);
 MODULE_PARM_DESC(credit_target_us, "Queueing delay in front of the receiver that the credit pool allows, in microseconds (default 250), read at link add");
 
+/*
+ * Beyond MRC_CREDIT_HOLD_MAX_US, 16 times credit_hold_us would not fit the
+ * engine's 32-bit clock: such a value is refused when written.
+ */
+static int mrc_credit_hold_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 0, MRC_CREDIT_HOLD_MAX_US);
+}
+
+static const struct kernel_param_ops mrc_credit_hold_ops = {
+	.set = mrc_credit_hold_set,
+	.get = param_get_uint,
+};
+
 unsigned int mrc_credit_hold_us = 4000;
-module_param_named(credit_hold_us, mrc_credit_hold_us, uint, 0644);
-MODULE_PARM_DESC(credit_hold_us, "Receiver credits rotate among more senders than the pool has packets by holding ACKs; a held ACK goes anyway after this many microseconds, or after twice its expected wait if longer, up to 16 times this (default 4000, at most 1000000; 0: no rotation, every sender keeps a packet), read at link add");
+module_param_cb(credit_hold_us, &mrc_credit_hold_ops, &mrc_credit_hold_us,
+		0644);
+MODULE_PARM_DESC(credit_hold_us, "Receiver credits rotate among more senders than the pool has packets by holding ACKs; a held ACK goes anyway after this many microseconds, or after twice its expected wait if longer, up to 16 times this (default 4000, at most 1000000, larger values are refused; 0: no rotation, every sender keeps a packet), read at link add");
 
 bool mrc_credit_ecn = true;
 module_param_named(credit_ecn, mrc_credit_ecn, bool, 0644);
@@ -140,22 +155,6 @@ static u64 mrc_make_guid(struct net_device *ndev)
 	return get_unaligned_be64(g);
 }
 
-/*
- * credit_hold_us beyond MRC_CREDIT_HOLD_MAX_US: 16 times it would not fit
- * the engine's 32-bit clock.  Clamped where it is read, and said so.
- */
-static u32 mrc_credit_hold_param(void)
-{
-	unsigned int hold = READ_ONCE(mrc_credit_hold_us);
-
-	if (hold <= MRC_CREDIT_HOLD_MAX_US)
-		return hold;
-	pr_warn("metaroce: credit_hold_us %u is above the limit %u, using %u\n",
-		hold, MRC_CREDIT_HOLD_MAX_US, MRC_CREDIT_HOLD_MAX_US);
-	WRITE_ONCE(mrc_credit_hold_us, MRC_CREDIT_HOLD_MAX_US);
-	return MRC_CREDIT_HOLD_MAX_US;
-}
-
 static int mrc_newlink(const char *name, struct net_device *ndev)
 {
 	u32 hold;
@@ -188,7 +187,7 @@ static int mrc_newlink(const char *name, struct net_device *ndev)
 	mdev->entropies = clamp_val(mrc_entropies, 1, MRC_PATH_MAX);
 	mdev->ordered = mrc_ordered;
 	spin_lock_init(&mdev->credit_lock);
-	hold = mrc_credit_hold_param();
+	hold = READ_ONCE(mrc_credit_hold_us);
 	/* one QP alone gets the largest window: credits only bite when shared */
 	mrc_credit_init(&mdev->credit, hold ? 2 : 4,
 			clamp_val(mrc_window, 16, MRC_TX_SLOTS),
@@ -271,7 +270,6 @@ static int __init mrc_init(void)
 {
 	int err;
 
-	mrc_credit_hold_param();
 	mrc_wq = alloc_workqueue("metaroce", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!mrc_wq)
 		return -ENOMEM;

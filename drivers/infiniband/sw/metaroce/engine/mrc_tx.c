@@ -43,7 +43,7 @@
  *   awaits a retransmission, no RTO has expired since the last progress
  *   and an RTT sample exists.  The caller resends tx->probe_psn, the
  *   highest PSN not yet delivered, or una if that is a READ/atomic; una's
- *   request not yet ACKed brings along the PSNs sent with it.
+ *   request not yet ACKed brings along the rest of its packet.
  * - RTO: mrc_rtt_rto() with its margin over srtt x tmo_steps, after the
  *   later of the oldest outstanding PSN's transmission and the last
  *   progress (responses to a long READ keep it from expiring while they
@@ -165,6 +165,7 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
 			s->prev_entropy = entropy;
 			s->flags = flags;
 			s->xmits = 1;
+			s->pkt_first = !i;
 		}
 		tx->nxt += n;
 	} else {
@@ -191,6 +192,7 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
 			s->xmit_ts = now;
 			s->prev_entropy = s->entropy;
 			s->entropy = entropy;
+			s->pkt_first = !i;
 			if (s->xmits < 255)
 				s->xmits++;
 		}
@@ -774,21 +776,24 @@ static u32 mrc_tx_probe_psn(const struct mrc_tx *tx)
 
 /*
  * A probed READ/atomic PSN whose request no ACK has shown arrived: the
- * PSNs sent with it (the rest of one READ request) were most likely lost
- * with it; ask for them in the same probe, not one probe each.
+ * other PSNs of the packet that carried it (the rest of one READ request)
+ * were lost with it; ask for them in the same probe, not one probe each.
+ * Another request sent in the same microsecond, on its own path, may well
+ * have arrived: it is left to its own timers.
  */
 static void mrc_tx_probe_run(struct mrc_tx *tx, u32 psn)
 {
 	const u8 unseen = MRC_TXS_NEED_RESP | MRC_TXS_REQ_SEEN | MRC_TXS_ACKED;
-	u32 ts = mrc_tx_slot(tx, psn)->xmit_ts;
-	const struct mrc_tx_slot *s;
+	const struct mrc_tx_slot *s = mrc_tx_slot(tx, psn);
+	u32 ts = s->xmit_ts;
+	u16 entropy = s->entropy;
 
-	if ((mrc_tx_slot(tx, psn)->flags & unseen) != MRC_TXS_NEED_RESP)
+	if ((s->flags & unseen) != MRC_TXS_NEED_RESP)
 		return;
 	for (psn++; psn != tx->nxt; psn++) {
 		s = mrc_tx_slot(tx, psn);
 		if ((s->flags & unseen) != MRC_TXS_NEED_RESP ||
-		    s->xmit_ts != ts)
+		    s->pkt_first || s->xmit_ts != ts || s->entropy != entropy)
 			break;
 		mrc_tx_mark_timer(tx, psn);
 	}

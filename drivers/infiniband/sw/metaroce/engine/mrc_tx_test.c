@@ -1623,6 +1623,34 @@ static void mrc_tx_req_probe_run(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->rtos, 0u);
 }
 
+/*
+ * A probe asks again for the PSNs of the probed request's own packet only:
+ * not for another request sent in the same microsecond, on the same
+ * entropy or another (that one may well have arrived on its path).
+ */
+static void mrc_tx_probe_run_one_packet(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	u32 d, psn, n;
+
+	mrc_tt_warm(test, tx, 100);
+	/* READ 1-3 on port 1; atomic 4 on port 2 and READ 5-6 on port 1 */
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 1, 3, 1000, 1,
+					  MRC_TXS_NEED_RESP), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 4, 1, 1000, 2,
+					  MRC_TXS_NEED_RESP), 0);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, 5, 2, 1000, 1,
+					  MRC_TXS_NEED_RESP), 0);
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_EXPECT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_PROBE);
+	KUNIT_EXPECT_EQ(test, tx->probe_psn, 1u);
+	KUNIT_EXPECT_EQ(test, tx->lost, 3u);
+	for (psn = 0, n = 0; mrc_tx_next_lost(tx, &psn); psn++, n++)
+		KUNIT_EXPECT_EQ(test, psn, n + 1);
+	KUNIT_EXPECT_EQ(test, n, 3u);
+	KUNIT_EXPECT_EQ(test, tx->tlps, 1u);
+}
+
 static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_send_rules),
 	KUNIT_CASE(mrc_tx_ack_everything),
@@ -1657,6 +1685,7 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_req_dup),
 	KUNIT_CASE(mrc_tx_req_probe),
 	KUNIT_CASE(mrc_tx_req_probe_run),
+	KUNIT_CASE(mrc_tx_probe_run_one_packet),
 	{}
 };
 
