@@ -17,10 +17,10 @@
  *
  * PSNs: --psn N, or --psn-rel R from a base: --base N, or --learn IFACE,
  * which sniffs IFACE for the ACKs of the connection (over --dst's IP
- * version) and takes the
- * cumulative PSN of the newest one as the base, again before every
- * packet (with --base too, that is the base until an ACK is seen; alone,
- * no ACK within --learn-wait is an error, exit status 3):
+ * version) and takes the cumulative PSN of the newest one as the base,
+ * again before every packet (with --base too, that is the base until an
+ * ACK is seen; alone, no ACK within --learn-wait is an error, exit
+ * status 3):
  *   - for a request (any --op but ack), the ACKs the victim (--dst,
  *     QP --dqpn) sends to its peer (QP --sqpn): base = the victim's
  *     receive PSN (rcv_nxt), so --psn-rel -1 is just below it;
