@@ -525,10 +525,12 @@ static int cmd_cq(int argc, char **argv)
 	uint64_t depth;
 
 	(void)argc;
-	if (arg_num("depth", argv[1], MAX_CQE, &depth) || need_dev())
+	if (arg_num("depth", argv[1], MAX_CQE, &depth))
 		return -1;
 	if (!depth)
 		return fail(EINVAL, "depth 0");
+	if (need_dev())
+		return -1;
 	o = new_obj(T_CQ);
 	if (!o)
 		return -1;
@@ -548,10 +550,12 @@ static int cmd_srq(int argc, char **argv)
 	uint64_t wr;
 
 	(void)argc;
-	if (!pd || arg_num("max_wr", argv[2], MAX_WR, &wr) || need_dev())
+	if (!pd || arg_num("max_wr", argv[2], MAX_WR, &wr))
 		return -1;
 	if (!wr)
 		return fail(EINVAL, "max_wr 0");
+	if (need_dev())
+		return -1;
 	if (!A.attr.max_srq)
 		return unsupported("the device has no SRQ");
 	o = new_obj(T_SRQ);
@@ -1373,6 +1377,7 @@ static void serve(int in, int out)
 			size_t used = (size_t)(nl - buf) + 1;
 
 			*nl = 0;
+			A.outlen = 0;
 			if (skipping)
 				skipping = false;
 			else if (strlen(buf) != used - 1)
@@ -1390,6 +1395,7 @@ static void serve(int in, int out)
 				fail(EINVAL, "line longer than %d bytes", MAX_LINE);
 				if (reply(out))
 					break;
+				A.outlen = 0;
 			}
 			skipping = true;
 			have = 0;
