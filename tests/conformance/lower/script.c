@@ -438,6 +438,7 @@ static int do_send(struct mct_run *r, char *args)
 	struct mct_ipmeta ip = { .ecn = 2, .ttl = 64, .df = 1, .sport = 50000 };
 	char *save, *tok, *eq;
 	uint64_t v, seed = 0, len = 0, pmtu = 10, trunc = ~0ull;
+	int hdrw = -1, paylen = -1;
 	struct mct_pkt p;
 	size_t n;
 	int op;
@@ -471,7 +472,6 @@ static int do_send(struct mct_run *r, char *args)
 		return verdict(r, MCT_ERROR, "send: len %llu too long", (unsigned long long)len);
 	p.payload_len = (uint32_t)len;
 	pattern(pay, (uint32_t)len, seed);
-	mct_fixup(&p);
 	while ((tok = strtok_r(NULL, " ", &save))) {
 		eq = strchr(tok, '=');
 		if (!eq)
@@ -491,7 +491,17 @@ static int do_send(struct mct_run *r, char *args)
 			tok = "psn";
 		if (mct_field_set(&p, tok, v) && ip_field(&ip, tok, v, 1, NULL))
 			return verdict(r, MCT_ERROR, "send: unknown field '%s'", tok);
+		if (!strcmp(tok, "hdrw"))
+			hdrw = (int)(v & 0xff);
+		if (!strcmp(tok, "paylen"))
+			paylen = (int)(v & 0xffff);
 	}
+	/* lengths follow the fields, unless the test set them itself */
+	mct_fixup(&p);
+	if (hdrw >= 0)
+		p.hdr_words = (uint8_t)hdrw;
+	if (paylen >= 0)
+		p.pay_len = (uint16_t)paylen;
 	n = mct_build(&p, dg, sizeof(dg));
 	if (trunc < n)
 		n = trunc;
