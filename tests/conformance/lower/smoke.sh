@@ -26,7 +26,10 @@ rm -f $sock
 ip netns exec dut agent/mrct-agent --dev mrcD --unix $sock &
 apid=$!
 for _ in $(seq 50); do [ -S $sock ] && break; sleep 0.1; done
-[ -n "${1:-}" ] || set -- cases/*.mrct
+[ -n "${1:-}" ] || set -- 'cases/*.mrct'
+# patterns are expanded here, relative to tests/conformance
+# shellcheck disable=SC2048,SC2086
+set -- $*
 ip netns exec tst lower/mrct --if veth-tst --agent $sock \
 	--self4 10.77.0.2 --peer4 10.77.0.1 --self6 fd77::2 --peer6 fd77::1 \
 	--pics pics/metaroce.conf --waivers waivers.txt --out "$out" \
