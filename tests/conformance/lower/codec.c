@@ -27,7 +27,7 @@ static const char *const reason_names[MCT_REASON_NR] = {
 
 const char *mct_op_name(uint8_t opcode)
 {
-	for (size_t i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(op_names); i++)
 		if (op_names[i].op == opcode)
 			return op_names[i].name;
 	return "?";
@@ -35,7 +35,7 @@ const char *mct_op_name(uint8_t opcode)
 
 int mct_op_by_name(const char *name)
 {
-	for (size_t i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(op_names); i++)
 		if (!strcasecmp(op_names[i].name, name))
 			return op_names[i].op;
 	return -1;
@@ -320,7 +320,12 @@ static void parse_ext(const uint8_t *b, struct mct_pkt *p)
 	}
 }
 
-#define REJECT(r, name) do { v.reason = (r); v.rule = (name); return v; } while (0)
+static struct mct_verdict reject(enum mct_reason r, const char *rule)
+{
+	struct mct_verdict v = { r, rule };
+
+	return v;
+}
 
 /* rules 11.a..d: the data header of SEND and WRITE */
 static struct mct_verdict check_data(const struct mct_pkt *p, size_t len,
@@ -330,14 +335,14 @@ static struct mct_verdict check_data(const struct mct_pkt *p, size_t len,
 	uint64_t pay = len - hl;
 
 	if (pay > 65535)
-		REJECT(MCT_BAD_PAY_LEN, "11.a");
+		return reject(MCT_BAD_PAY_LEN, "11.a");
 	if (!pay && !(p->flags & MCT_F_LAST))
-		REJECT(MCT_BAD_PAY_LEN, "11.b");
+		return reject(MCT_BAD_PAY_LEN, "11.b");
 	if (p->opcode == MCT_OP_SEND && (uint64_t)p->offset + pay > MCT_MSG_MAX)
-		REJECT(MCT_BAD_LENGTH, "11.c");
+		return reject(MCT_BAD_LENGTH, "11.c");
 	if (p->opcode == MCT_OP_WRITE && (p->flags & MCT_F_IMM) &&
 	    (p->msg_len > MCT_MSG_MAX || pay > p->msg_len))
-		REJECT(MCT_BAD_LENGTH, "11.d");
+		return reject(MCT_BAD_LENGTH, "11.d");
 	return v;
 }
 
@@ -351,64 +356,64 @@ static struct mct_verdict check_ext(const struct mct_pkt *p)
 	switch (p->opcode) {
 	case MCT_OP_READ_REQ:
 		if (p->rsvd2)
-			REJECT(MCT_BAD_FIELD, "15.READ_REQ.a");
+			return reject(MCT_BAD_FIELD, "15.READ_REQ.a");
 		if (p->rsvd1)
-			REJECT(MCT_BAD_FIELD, "15.READ_REQ.b");
+			return reject(MCT_BAD_FIELD, "15.READ_REQ.b");
 		if (p->pay_len)
-			REJECT(MCT_BAD_PAY_LEN, "15.READ_REQ.c");
+			return reject(MCT_BAD_PAY_LEN, "15.READ_REQ.c");
 		if (p->offset % seg)
-			REJECT(MCT_BAD_LENGTH, "15.READ_REQ.d");
+			return reject(MCT_BAD_LENGTH, "15.READ_REQ.d");
 		if ((uint64_t)p->offset + p->msg_len > MCT_MSG_MAX)
-			REJECT(MCT_BAD_LENGTH, "15.READ_REQ.e");
+			return reject(MCT_BAD_LENGTH, "15.READ_REQ.e");
 		if (p->msg_len > 256 * seg)
-			REJECT(MCT_BAD_LENGTH, "15.READ_REQ.f");
+			return reject(MCT_BAD_LENGTH, "15.READ_REQ.f");
 		break;
 	case MCT_OP_ATOMIC_CS:
 	case MCT_OP_ATOMIC_FA:
 		if (p->pay_len)
-			REJECT(MCT_BAD_PAY_LEN, "15.ATOMIC.a");
+			return reject(MCT_BAD_PAY_LEN, "15.ATOMIC.a");
 		if (p->rsvd1)
-			REJECT(MCT_BAD_FIELD, "15.ATOMIC.b");
+			return reject(MCT_BAD_FIELD, "15.ATOMIC.b");
 		if (p->va % 8)
-			REJECT(MCT_BAD_FIELD, "15.ATOMIC.c");
+			return reject(MCT_BAD_FIELD, "15.ATOMIC.c");
 		if (p->opcode == MCT_OP_ATOMIC_FA && p->compare)
-			REJECT(MCT_BAD_FIELD, "15.ATOMIC.d");
+			return reject(MCT_BAD_FIELD, "15.ATOMIC.d");
 		break;
 	case MCT_OP_READ_RESP:
 		if (p->pay_len > seg)
-			REJECT(MCT_BAD_PAY_LEN, "15.READ_RESP.a");
+			return reject(MCT_BAD_PAY_LEN, "15.READ_RESP.a");
 		if (p->msg_len > MCT_MSG_MAX)
-			REJECT(MCT_BAD_LENGTH, "15.READ_RESP.b");
+			return reject(MCT_BAD_LENGTH, "15.READ_RESP.b");
 		if (p->offset % seg)
-			REJECT(MCT_BAD_LENGTH, "15.READ_RESP.c");
+			return reject(MCT_BAD_LENGTH, "15.READ_RESP.c");
 		if (end > p->msg_len)
-			REJECT(MCT_BAD_LENGTH, "15.READ_RESP.d");
+			return reject(MCT_BAD_LENGTH, "15.READ_RESP.d");
 		if (end < p->msg_len && p->pay_len != seg)
-			REJECT(MCT_BAD_PAY_LEN, "15.READ_RESP.e");
+			return reject(MCT_BAD_PAY_LEN, "15.READ_RESP.e");
 		break;
 	case MCT_OP_ATOMIC_RESP:
 		if (p->pay_len)
-			REJECT(MCT_BAD_PAY_LEN, "15.ATOMIC_RESP.a");
+			return reject(MCT_BAD_PAY_LEN, "15.ATOMIC_RESP.a");
 		break;
 	case MCT_OP_UD_SEND:
 		if (p->pay_len > seg)
-			REJECT(MCT_BAD_PAY_LEN, "15.UD_SEND.a");
+			return reject(MCT_BAD_PAY_LEN, "15.UD_SEND.a");
 		if (p->psn)
-			REJECT(MCT_BAD_FIELD, "15.UD_SEND.b");
+			return reject(MCT_BAD_FIELD, "15.UD_SEND.b");
 		if (!(p->flags & MCT_F_IMM) && p->imm)
-			REJECT(MCT_BAD_FIELD, "15.UD_SEND.c");
+			return reject(MCT_BAD_FIELD, "15.UD_SEND.c");
 		break;
 	case MCT_OP_ACK:
 		if (p->pay_len)
-			REJECT(MCT_BAD_PAY_LEN, "15.ACK.a");
+			return reject(MCT_BAD_PAY_LEN, "15.ACK.a");
 		if (p->syndrome > 4)
-			REJECT(MCT_BAD_FIELD, "15.ACK.b");
+			return reject(MCT_BAD_FIELD, "15.ACK.b");
 		if (p->rnr_timer > 31)
-			REJECT(MCT_BAD_FIELD, "15.ACK.c");
+			return reject(MCT_BAD_FIELD, "15.ACK.c");
 		if (p->ack_flags & ~7)
-			REJECT(MCT_BAD_FIELD, "15.ACK.d");
+			return reject(MCT_BAD_FIELD, "15.ACK.d");
 		if (p->ack_rsvd)
-			REJECT(MCT_BAD_FIELD, "15.ACK.e");
+			return reject(MCT_BAD_FIELD, "15.ACK.e");
 		break;
 	}
 	return v;
@@ -422,42 +427,43 @@ static struct mct_verdict check_common(const uint8_t *b, size_t len,
 	uint8_t f;
 
 	if (len < 20)
-		REJECT(MCT_TRUNCATED, "1");
+		return reject(MCT_TRUNCATED, "1");
 	p->version = b[0] >> 4;
 	p->rsvd0 = b[0] & 0x0f;
 	p->opcode = b[1];
-	p->flags = f = b[2];
+	f = b[2];
+	p->flags = f;
 	p->hdr_words = b[3];
 	p->dqpn = get32(b + 4);
 	p->sqpn = get32(b + 8);
 	p->psn = get32(b + 12);
 	p->tsval = get32(b + 16);
 	if (p->version != 2)
-		REJECT(MCT_BAD_VERSION, "2");
+		return reject(MCT_BAD_VERSION, "2");
 	if (p->rsvd0)
-		REJECT(MCT_BAD_FIELD, "3");
+		return reject(MCT_BAD_FIELD, "3");
 	if (!mct_known_op(p->opcode))
-		REJECT(MCT_BAD_OPCODE, "4");
+		return reject(MCT_BAD_OPCODE, "4");
 	if (!is_data(p->opcode) && len < 24)
-		REJECT(MCT_TRUNCATED, "5");
+		return reject(MCT_TRUNCATED, "5");
 	if ((f & ~mct_allowed_flags(p->opcode)) ||
 	    ((f & MCT_F_IMM) && (f & MCT_F_INV)) ||
 	    (p->opcode == MCT_OP_WRITE && (f & MCT_F_SOLICITED) &&
 	     !(f & MCT_F_IMM)))
-		REJECT(MCT_BAD_FIELD, "6");
+		return reject(MCT_BAD_FIELD, "6");
 	if (p->opcode == MCT_OP_ACK) {
 		if (len < 26)
-			REJECT(MCT_TRUNCATED, "7");
+			return reject(MCT_TRUNCATED, "7");
 		p->sack_words = b[25];
 		if (p->sack_words > MCT_MAX_SACKW)
-			REJECT(MCT_BAD_SACK, "7");
+			return reject(MCT_BAD_SACK, "7");
 	}
 	if (p->hdr_words * 4u != mct_hdr_len(p->opcode, f, p->sack_words))
-		REJECT(MCT_BAD_HDR_LEN, "8");
+		return reject(MCT_BAD_HDR_LEN, "8");
 	if (p->hdr_words * 4u > len)
-		REJECT(MCT_TRUNCATED, "9");
+		return reject(MCT_TRUNCATED, "9");
 	if (p->dqpn > 0xffffff || p->sqpn > 0xffffff)
-		REJECT(MCT_BAD_FIELD, "10");
+		return reject(MCT_BAD_FIELD, "10");
 	return v;
 }
 
@@ -482,13 +488,13 @@ struct mct_verdict mct_parse(const uint8_t *b, size_t len, struct mct_pkt *p)
 	p->pmtu = b[22];
 	p->rsvd23 = b[23];
 	if (p->pay_len != len - hl)
-		REJECT(MCT_BAD_PAY_LEN, "12");
+		return reject(MCT_BAD_PAY_LEN, "12");
 	if (p->rsvd23)
-		REJECT(MCT_BAD_FIELD, "13");
+		return reject(MCT_BAD_FIELD, "13");
 	if (!(p->opcode == MCT_OP_ACK && !p->pmtu) &&
 	    (p->pmtu < 8 || p->pmtu > 13 ||
 	     (p->opcode == MCT_OP_UD_SEND && p->pmtu == 13)))
-		REJECT(MCT_BAD_PMTU, "14");
+		return reject(MCT_BAD_PMTU, "14");
 	return check_ext(p);
 }
 
@@ -514,7 +520,7 @@ static const struct field { const char *name; size_t off, size; } fields[] = {
 
 static const struct field *field_find(const char *name)
 {
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(fields); i++)
 		if (!strcmp(fields[i].name, name))
 			return &fields[i];
 	return NULL;
@@ -529,10 +535,18 @@ int mct_field_set(struct mct_pkt *p, const char *name, uint64_t v)
 		return -1;
 	m = (uint8_t *)p + f->off;
 	switch (f->size) {
-	case 1: *m = (uint8_t)v; break;
-	case 2: *(uint16_t *)m = (uint16_t)v; break;
-	case 4: *(uint32_t *)m = (uint32_t)v; break;
-	default: *(uint64_t *)m = v; break;
+	case 1:
+		*m = (uint8_t)v;
+		break;
+	case 2:
+		*(uint16_t *)m = (uint16_t)v;
+		break;
+	case 4:
+		*(uint32_t *)m = (uint32_t)v;
+		break;
+	default:
+		*(uint64_t *)m = v;
+		break;
 	}
 	return 0;
 }
@@ -546,10 +560,18 @@ int mct_field_get(const struct mct_pkt *p, const char *name, uint64_t *v)
 		return -1;
 	m = (const uint8_t *)p + f->off;
 	switch (f->size) {
-	case 1: *v = *m; break;
-	case 2: *v = *(const uint16_t *)m; break;
-	case 4: *v = *(const uint32_t *)m; break;
-	default: *v = *(const uint64_t *)m; break;
+	case 1:
+		*v = *m;
+		break;
+	case 2:
+		*v = *(const uint16_t *)m;
+		break;
+	case 4:
+		*v = *(const uint32_t *)m;
+		break;
+	default:
+		*v = *(const uint64_t *)m;
+		break;
 	}
 	return 0;
 }

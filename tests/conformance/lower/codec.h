@@ -32,6 +32,10 @@ enum mct_reason {
 	MCT_BAD_LENGTH, MCT_BAD_SACK, MCT_REASON_NR
 };
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
+
 #define MCT_MAX_SACKW	4
 #define MCT_MAX_HDR	88
 #define MCT_MSG_MAX	0x80000000ull	/* 2^31 */

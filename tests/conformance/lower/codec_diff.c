@@ -64,7 +64,7 @@ static uint64_t rnd_value(void)
 	};
 
 	if (rnd() & 1)
-		return special[rnd_below(sizeof(special) / sizeof(special[0]))];
+		return special[rnd_below(ARRAY_SIZE(special))];
 	return rnd() >> rnd_below(64);
 }
 
@@ -185,13 +185,15 @@ static void random_valid(struct mct_pkt *p, uint8_t op)
 	mct_fixup(p);
 }
 
-#define CMP(a, b, what) do {						\
-	if ((uint64_t)(a) != (uint64_t)(b)) {				\
-		snprintf(why, sizeof(why), "%s codec 0x%llx driver 0x%llx", \
-			 what, (unsigned long long)(a), (unsigned long long)(b)); \
-		return why;						\
-	}								\
-} while (0)
+/* a field that differs: why says which, with both values */
+static int differs(uint64_t a, uint64_t b, const char *what, char *why)
+{
+	if (a == b)
+		return 0;
+	snprintf(why, 128, "%s codec 0x%llx driver 0x%llx", what,
+		 (unsigned long long)a, (unsigned long long)b);
+	return 1;
+}
 
 static const char *cmp_ext(const struct mct_pkt *c, const struct mrc_pkt *d)
 {
@@ -199,56 +201,90 @@ static const char *cmp_ext(const struct mct_pkt *c, const struct mrc_pkt *d)
 
 	switch (c->opcode) {
 	case MCT_OP_SEND:
-		CMP(c->rmsn, d->req.rmsn, "rmsn");
-		CMP(c->offset, d->req.offset, "offset");
-		CMP(c->imm, d->req.imm, "imm");
+		if (differs(c->rmsn, d->req.rmsn, "rmsn", why))
+			return why;
+		if (differs(c->offset, d->req.offset, "offset", why))
+			return why;
+		if (differs(c->imm, d->req.imm, "imm", why))
+			return why;
 		break;
 	case MCT_OP_WRITE:
-		CMP(c->rkey, d->req.rkey, "rkey");
-		CMP(c->va, d->req.va, "va");
-		CMP(c->rmsn, d->req.rmsn, "rmsn");
-		CMP(c->msg_len, d->req.msg_len, "msglen");
-		CMP(c->imm, d->req.imm, "imm");
+		if (differs(c->rkey, d->req.rkey, "rkey", why))
+			return why;
+		if (differs(c->va, d->req.va, "va", why))
+			return why;
+		if (differs(c->rmsn, d->req.rmsn, "rmsn", why))
+			return why;
+		if (differs(c->msg_len, d->req.msg_len, "msglen", why))
+			return why;
+		if (differs(c->imm, d->req.imm, "imm", why))
+			return why;
 		break;
 	case MCT_OP_READ_REQ:
-		CMP(c->va, d->req.va, "va");
-		CMP(c->rkey, d->req.rkey, "rkey");
-		CMP(c->msg_len, d->req.msg_len, "msglen");
-		CMP(c->offset, d->req.offset, "offset");
-		CMP(c->rmsn, d->req.rmsn, "rmsn");
+		if (differs(c->va, d->req.va, "va", why))
+			return why;
+		if (differs(c->rkey, d->req.rkey, "rkey", why))
+			return why;
+		if (differs(c->msg_len, d->req.msg_len, "msglen", why))
+			return why;
+		if (differs(c->offset, d->req.offset, "offset", why))
+			return why;
+		if (differs(c->rmsn, d->req.rmsn, "rmsn", why))
+			return why;
 		break;
 	case MCT_OP_ATOMIC_CS:
 	case MCT_OP_ATOMIC_FA:
-		CMP(c->va, d->atomic.va, "va");
-		CMP(c->rkey, d->atomic.rkey, "rkey");
-		CMP(c->swap_add, d->atomic.swap_add, "swap_add");
-		CMP(c->compare, d->atomic.compare, "compare");
+		if (differs(c->va, d->atomic.va, "va", why))
+			return why;
+		if (differs(c->rkey, d->atomic.rkey, "rkey", why))
+			return why;
+		if (differs(c->swap_add, d->atomic.swap_add, "swap_add", why))
+			return why;
+		if (differs(c->compare, d->atomic.compare, "compare", why))
+			return why;
 		break;
 	case MCT_OP_READ_RESP:
-		CMP(c->offset, d->rresp.offset, "offset");
-		CMP(c->msg_len, d->rresp.msg_len, "msglen");
+		if (differs(c->offset, d->rresp.offset, "offset", why))
+			return why;
+		if (differs(c->msg_len, d->rresp.msg_len, "msglen", why))
+			return why;
 		break;
 	case MCT_OP_ATOMIC_RESP:
-		CMP(c->orig, d->aresp.orig, "orig");
+		if (differs(c->orig, d->aresp.orig, "orig", why))
+			return why;
 		break;
 	case MCT_OP_UD_SEND:
-		CMP(c->qkey, d->ud.qkey, "qkey");
-		CMP(c->imm, d->ud.imm, "imm");
+		if (differs(c->qkey, d->ud.qkey, "qkey", why))
+			return why;
+		if (differs(c->imm, d->ud.imm, "imm", why))
+			return why;
 		break;
 	case MCT_OP_ACK:
-		CMP(c->syndrome, d->ack.syndrome, "syndrome");
-		CMP(c->sack_words, d->ack.sack_words, "sackw");
-		CMP(c->rnr_timer, d->ack.rnr_timer, "rnrt");
-		CMP(c->ack_flags, d->ack.flags, "ackflags");
-		CMP(c->nak_psn, d->ack.nak_psn, "nakpsn");
-		CMP(c->ts_echo, d->ack.ts_echo, "tsecho");
-		CMP(c->delay, d->ack.delay, "delay");
-		CMP(c->ce_count, d->ack.ce_count, "cecnt");
-		CMP(c->entropy, d->ack.entropy, "entropy");
-		CMP(c->credit, d->ack.credit, "credit");
-		CMP(c->max_dgram, d->ack.max_dgram, "maxdgram");
+		if (differs(c->syndrome, d->ack.syndrome, "syndrome", why))
+			return why;
+		if (differs(c->sack_words, d->ack.sack_words, "sackw", why))
+			return why;
+		if (differs(c->rnr_timer, d->ack.rnr_timer, "rnrt", why))
+			return why;
+		if (differs(c->ack_flags, d->ack.flags, "ackflags", why))
+			return why;
+		if (differs(c->nak_psn, d->ack.nak_psn, "nakpsn", why))
+			return why;
+		if (differs(c->ts_echo, d->ack.ts_echo, "tsecho", why))
+			return why;
+		if (differs(c->delay, d->ack.delay, "delay", why))
+			return why;
+		if (differs(c->ce_count, d->ack.ce_count, "cecnt", why))
+			return why;
+		if (differs(c->entropy, d->ack.entropy, "entropy", why))
+			return why;
+		if (differs(c->credit, d->ack.credit, "credit", why))
+			return why;
+		if (differs(c->max_dgram, d->ack.max_dgram, "maxdgram", why))
+			return why;
 		for (int w = 0; w < c->sack_words; w++)
-			CMP(c->sack[w], d->ack.sack[w], "sack");
+			if (differs(c->sack[w], d->ack.sack[w], "sack", why))
+				return why;
 		break;
 	}
 	return NULL;
@@ -259,15 +295,24 @@ static const char *cmp_fields(const struct mct_pkt *c, const struct mrc_pkt *d)
 	static char why[128];
 	int data = c->opcode == MCT_OP_SEND || c->opcode == MCT_OP_WRITE;
 
-	CMP(c->opcode, d->opcode, "opcode");
-	CMP(c->flags, d->flags, "flags");
-	CMP(c->hdr_words * 4u, d->hdr_len, "hdr_len");
-	CMP(c->payload_len, d->pay_len, "pay_len");
-	CMP(data ? 0 : c->pmtu, d->pmtu_shift, "pmtu");
-	CMP(c->dqpn, d->dqpn, "dqpn");
-	CMP(c->sqpn, d->sqpn, "sqpn");
-	CMP(c->psn, d->psn, "psn");
-	CMP(c->tsval, d->tsval, "tsval");
+	if (differs(c->opcode, d->opcode, "opcode", why))
+		return why;
+	if (differs(c->flags, d->flags, "flags", why))
+		return why;
+	if (differs(c->hdr_words * 4u, d->hdr_len, "hdr_len", why))
+		return why;
+	if (differs(c->payload_len, d->pay_len, "pay_len", why))
+		return why;
+	if (differs(data ? 0 : c->pmtu, d->pmtu_shift, "pmtu", why))
+		return why;
+	if (differs(c->dqpn, d->dqpn, "dqpn", why))
+		return why;
+	if (differs(c->sqpn, d->sqpn, "sqpn", why))
+		return why;
+	if (differs(c->psn, d->psn, "psn", why))
+		return why;
+	if (differs(c->tsval, d->tsval, "tsval", why))
+		return why;
 	return cmp_ext(c, d);
 }
 
@@ -302,7 +347,7 @@ static void check(const uint8_t *dg, size_t len, const char *how)
 		why = cmp_fields(&c, &d);
 	if (why) {
 		if (n_diff++ < 20 || verbose) {
-			fprintf(stderr, "DIFF %s (%s, %zu bytes): codec %s rule %s, driver %d: %s\n",
+			fprintf(stderr, "DIFF %s (%s, %zu B): codec %s rule %s, driver %d: %s\n",
 				mct_op_name(dg[1 % (len ? len : 1)]), how, len,
 				mct_reason_name(v.reason), v.rule ? v.rule : "-",
 				dr, why);
@@ -322,8 +367,7 @@ static const char *const mut_fields[] = {
 /* a struct field set to a random value, lengths fixed up or not */
 static void mutate_field(const struct mct_pkt *base, uint8_t *buf)
 {
-	const char *name = mut_fields[rnd_below(sizeof(mut_fields) /
-						sizeof(mut_fields[0]))];
+	const char *name = mut_fields[rnd_below(ARRAY_SIZE(mut_fields))];
 	struct mct_pkt p = *base;
 	size_t len;
 

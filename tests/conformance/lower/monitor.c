@@ -159,8 +159,8 @@ static int check_resend(struct mct_monitor *m, const struct mct_frame *f,
 	memset(a + 16, 0, 4);
 	memset(b + 16, 0, 4);
 	if (memcmp(a, b, len))
-		return fail(m, "MON resend of PSN 0x%x differs from the first copy "
-			    "beyond TSval/RETX/source port", p->psn);
+		return fail(m, "MON resend of PSN 0x%x differs from its first copy",
+			    p->psn);
 	return 0;
 }
 

@@ -86,7 +86,7 @@ static int agent_open(const char *path)
 	return fd;
 }
 
-static void usage(void)
+static void help(void)
 {
 	fprintf(stderr, "usage: mrct --if IFNAME --agent SOCKET [--self4 A --peer4 A]\n"
 		"            [--self6 A --peer6 A] [--pics FILE] [--waivers FILE]\n"
@@ -109,25 +109,46 @@ static int opts(int argc, char **argv, struct mct_env *env, const char **out,
 
 	while ((c = getopt_long(argc, argv, "v", lo, NULL)) != -1) {
 		switch (c) {
-		case 'i': *ifname = optarg; break;
-		case 'a': snprintf(env->agent_path, sizeof(env->agent_path), "%s", optarg); break;
-		case '4': bad |= mct_addr_parse(optarg, &env->self4); break;
-		case '5': bad |= mct_addr_parse(optarg, &env->peer4); break;
-		case '6': bad |= mct_addr_parse(optarg, &env->self6); break;
-		case '7': bad |= mct_addr_parse(optarg, &env->peer6); break;
+		case 'i':
+			*ifname = optarg;
+			break;
+		case 'a':
+			snprintf(env->agent_path, sizeof(env->agent_path), "%s", optarg);
+			break;
+		case '4':
+			bad |= mct_addr_parse(optarg, &env->self4);
+			break;
+		case '5':
+			bad |= mct_addr_parse(optarg, &env->peer4);
+			break;
+		case '6':
+			bad |= mct_addr_parse(optarg, &env->self6);
+			break;
+		case '7':
+			bad |= mct_addr_parse(optarg, &env->peer6);
+			break;
 		case 'p':
 			env->n_pics = load_kv(optarg, env->pics, 64);
 			bad |= env->n_pics < 0;
 			break;
-		case 'w': load_waivers(optarg); break;
-		case 'o': *out = optarg; break;
-		case 't': env->turnaround_ms = atoi(optarg); break;
-		case 'v': env->verbose = 1; break;
-		default: usage();
+		case 'w':
+			load_waivers(optarg);
+			break;
+		case 'o':
+			*out = optarg;
+			break;
+		case 't':
+			env->turnaround_ms = atoi(optarg);
+			break;
+		case 'v':
+			env->verbose = 1;
+			break;
+		default:
+			help();
 		}
 	}
 	if (bad || !*ifname || !env->agent_path[0] || optind == argc)
-		usage();
+		help();
 	return optind;
 }
 
@@ -151,7 +172,8 @@ static void run_variant(struct mct_env *env, struct mct_case *tc, int fam,
 	mct_pcap_open(&env->io, pcap);
 	res = mct_case_run(r);
 	mct_pcap_close(&env->io);
-	if (res == MCT_FAIL && (w = waived(tc->id, name))) {
+	w = waived(tc->id, name);
+	if (res == MCT_FAIL && w) {
 		res = MCT_WAIVED;
 		snprintf(r->why + strlen(r->why), sizeof(r->why) - strlen(r->why),
 			 "; waived: %s", w);
@@ -211,7 +233,8 @@ int main(int argc, char **argv)
 					run_variant(&env, &tc, fam, wrap, out);
 		mct_case_free(&tc);
 	}
-	printf("# mrct: %d PASS, %d FAIL, %d INCONCLUSIVE, %d NOT_APPLICABLE, %d ERROR, %d WAIVED\n",
+	printf("# mrct: %d PASS, %d FAIL, %d INCONCLUSIVE, %d NOT_APPLICABLE, %d ERROR,"
+	       " %d WAIVED\n",
 	       counts[MCT_PASS], counts[MCT_FAIL], counts[MCT_INCONCLUSIVE],
 	       counts[MCT_NOT_APPLICABLE], counts[MCT_ERROR], counts[MCT_WAIVED]);
 	mct_io_close(&env.io);

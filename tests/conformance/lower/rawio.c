@@ -210,7 +210,8 @@ static int decode(struct mct_io *io, struct mct_frame *f, int csum_ready)
 		hl = (b[0] & 15) * 4u;
 		if (b[9] != IPPROTO_UDP || hl < 20 || f->l3_len < hl + 8)
 			return -1;
-		s.family = d.family = AF_INET;
+		s.family = AF_INET;
+		d.family = AF_INET;
 		memcpy(&s.a, b + 12, 4);
 		memcpy(&d.a, b + 16, 4);
 		f->ip.dscp = b[1] >> 2;
@@ -221,7 +222,8 @@ static int decode(struct mct_io *io, struct mct_frame *f, int csum_ready)
 		hl = 40;
 		if (b[6] != IPPROTO_UDP)
 			return -1;
-		s.family = d.family = AF_INET6;
+		s.family = AF_INET6;
+		d.family = AF_INET6;
 		memcpy(&s.a, b + 8, 16);
 		memcpy(&d.a, b + 24, 16);
 		f->ip.dscp = (uint8_t)(((b[0] & 15) << 4 | b[1] >> 4) >> 2);

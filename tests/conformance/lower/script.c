@@ -62,7 +62,7 @@ static int header_line(struct mct_case *tc, const char *line)
 		tc->psnwrap = !!strstr(val, "psnwrap");
 		return 1;
 	}
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
 		if (strcmp(s, keys[i].key))
 			continue;
 		snprintf((char *)tc + keys[i].off, keys[i].size, "%s", val);
@@ -113,7 +113,10 @@ int mct_case_load(struct mct_case *tc, const char *path)
 	int body = 0;
 
 	memset(tc, 0, sizeof(*tc));
-	tc->v4 = tc->v6 = tc->psn0 = tc->psnwrap = 1;
+	tc->v4 = 1;
+	tc->v6 = 1;
+	tc->psn0 = 1;
+	tc->psnwrap = 1;
 	snprintf(tc->path, sizeof(tc->path), "%s", path);
 	if (load_lines(tc, path, 0, &body))
 		return -1;
@@ -225,7 +228,7 @@ static int term(const char *s, size_t n, uint64_t *v)
 		return -1;
 	memcpy(buf, s, n);
 	buf[n] = 0;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		if (!strcmp(buf, names[i].name)) {
 			*v = names[i].v;
 			return 0;
@@ -332,7 +335,8 @@ static int do_connect(struct mct_run *r, char *args)
 	const char *qp, *qpn;
 	int n = 0, res;
 
-	sscanf(args, "%63s%n", q, &n);
+	if (sscanf(args, "%63s%n", q, &n) != 1)
+		return verdict(r, MCT_ERROR, "connect: which QP?");
 	snprintf(line, sizeof(line), "%s.qp", q);
 	qp = var_get(r, line);
 	snprintf(line, sizeof(line), "%s.qpn", q);
@@ -419,12 +423,24 @@ static int ip_field(struct mct_ipmeta *m, const char *k, uint64_t v, int set,
 			return 0;
 		}
 		switch (i) {
-		case 0: m->ecn = v & 3; break;
-		case 1: m->dscp = v & 63; break;
-		case 2: m->ttl = (uint8_t)v; break;
-		case 3: m->df = !!v; break;
-		case 4: m->sport = (uint16_t)v; break;
-		default: m->bad_csum = !!v; break;
+		case 0:
+			m->ecn = v & 3;
+			break;
+		case 1:
+			m->dscp = v & 63;
+			break;
+		case 2:
+			m->ttl = (uint8_t)v;
+			break;
+		case 3:
+			m->df = !!v;
+			break;
+		case 4:
+			m->sport = (uint16_t)v;
+			break;
+		default:
+			m->bad_csum = !!v;
+			break;
 		}
 		return 0;
 	}
@@ -558,7 +574,7 @@ static void remember(struct mct_run *r, const struct mct_pkt *p,
 
 	r->last = *p;
 	r->last_ip = *ip;
-	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(keep); i++) {
 		mct_field_get(p, keep[i], &v);
 		snprintf(name, sizeof(name), "last.%s", keep[i]);
 		var_set(r, name, "0x%llx", (unsigned long long)v);
