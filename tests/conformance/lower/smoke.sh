@@ -5,7 +5,7 @@
 #   flock /tmp/metaroce-vm.lock scripts/vm-run --timeout 600 \
 #       tests/conformance/lower/smoke.sh [CASE...]
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 out=${METAROCE_OUT:-/tmp}/conf
 mkdir -p "$out"
 ip netns add dut && ip netns add tst || exit 1
