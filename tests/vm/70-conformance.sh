@@ -35,7 +35,7 @@ ktap_to_tap() {
 			esac
 			;;
 		"KTAP version"*|1..*) ;;
-		*) t_diag "$line" ;;
+		*) t_diag "${line#\# }" ;;
 		esac
 	done
 }

@@ -789,7 +789,7 @@ static int rc_rtr(struct obj *qp, struct opt *o)
 	struct ibv_port_attr pa;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR };
 	struct opt *dgid = opt_find(o, "dgid");
-	int sgid, mtu, rd;
+	int sgid, mtu, rd, mask, tries, e = 0;
 
 	if (ibv_query_port(A.ctx, A.port, &pa))
 		return fail(errno ? errno : EIO, "ibv_query_port failed");
@@ -811,8 +811,21 @@ static int rc_rtr(struct obj *qp, struct opt *o)
 	a.ah_attr.grh.sgid_index = (uint8_t)sgid;
 	a.ah_attr.grh.hop_limit = (uint8_t)opt_or(o, "hop_limit", 64);
 	a.ah_attr.grh.traffic_class = (uint8_t)opt_or(o, "tclass", 0);
-	return modify(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-		      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, "RTR");
+	mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+	       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	/*
+	 * RTR resolves the peer's MAC: the first time (IPv6 neighbour
+	 * discovery especially) that can time out while the answer is on
+	 * its way.  Ask again for a while before giving up.
+	 */
+	for (tries = 0; tries < 20; tries++) {
+		e = ibv_modify_qp(qp->v.qp, &a, mask);
+		if (e != ETIMEDOUT)
+			break;
+	}
+	if (e)
+		return fail(e, "qp%u to RTR failed", qp->id);
+	return 0;
 }
 
 static int rc_rts(struct obj *qp, struct opt *o)
