@@ -47,6 +47,7 @@
 #define MAX_ARGS	48
 #define MAX_PEEK	4096
 #define MAX_MR_LEN	(1ull << 30)
+#define MAX_MR_TOTAL	(1ull << 30)	/* all MRs together: a client cannot exhaust the host */
 #define MAX_WR		16384
 #define MAX_CQE		65536
 #define MAX_POLL	64
@@ -89,6 +90,7 @@ static struct {
 	struct obj obj[MAX_OBJ];
 	unsigned int next_id[T_NTYPES];
 	struct ah_ent ah[MAX_AH];
+	uint64_t mr_total;
 	char out[MAX_LINE + 256];
 	size_t outlen;
 	bool bye;
@@ -498,6 +500,9 @@ static int cmd_mr(int argc, char **argv)
 		return -1;
 	if (!len)
 		return fail(EINVAL, "length 0");
+	if (len > MAX_MR_TOTAL - A.mr_total)
+		return fail(ENOMEM, "MRs would exceed %llu bytes together",
+			    (unsigned long long)MAX_MR_TOTAL);
 	o = new_obj(T_MR);
 	if (!o)
 		return -1;
@@ -515,6 +520,7 @@ static int cmd_mr(int argc, char **argv)
 	}
 	o->buf = buf;
 	o->len = len;
+	A.mr_total += len;
 	o->pd = pd;
 	o->live = true;
 	put("OK mr=mr%u addr=0x%llx lkey=0x%x rkey=0x%x", o->id,
@@ -661,8 +667,10 @@ static int destroy(struct obj *o)
 		break;
 	case T_MR:
 		e = o->v.mr ? ibv_dereg_mr(o->v.mr) : 0;
-		if (!e)
+		if (!e) {
 			free(o->buf);
+			A.mr_total -= o->len;
+		}
 		break;
 	case T_CQ:
 		e = ibv_destroy_cq(o->v.cq);
