@@ -38,6 +38,8 @@
 #include <unistd.h>
 
 #define AGENT_NAME	"mrct-agent"
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define __printf(a, b)	__attribute__((format(printf, a, b)))
 #define PROTO_VERSION	1
 #define MAX_OBJ		256
 #define MAX_AH		64
@@ -45,6 +47,7 @@
 #define MAX_ARGS	48
 #define MAX_PEEK	4096
 #define MAX_MR_LEN	(1ull << 30)
+#define MAX_MR_TOTAL	(1ull << 30)	/* all MRs together: a client cannot exhaust the host */
 #define MAX_WR		16384
 #define MAX_CQE		65536
 #define MAX_POLL	64
@@ -87,6 +90,7 @@ static struct {
 	struct obj obj[MAX_OBJ];
 	unsigned int next_id[T_NTYPES];
 	struct ah_ent ah[MAX_AH];
+	uint64_t mr_total;
 	char out[MAX_LINE + 256];
 	size_t outlen;
 	bool bye;
@@ -94,7 +98,7 @@ static struct {
 
 /* --- replies ------------------------------------------------------------ */
 
-static void put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void put(const char *fmt, ...) __printf(1, 2);
 static void put(const char *fmt, ...)
 {
 	size_t room = sizeof(A.out) - A.outlen;
@@ -116,13 +120,13 @@ static const char *errname(int e)
 }
 
 /* Replace whatever was written so far by an error reply; returns -1. */
-static int fail(int e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int e, const char *fmt, ...) __printf(2, 3);
 static int fail(int e, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
 
-	if (e == EOPNOTSUPP || e == ENOSYS)
+	if (e == EOPNOTSUPP)
 		n = snprintf(A.out, sizeof(A.out), "UNSUPPORTED ");
 	else
 		n = snprintf(A.out, sizeof(A.out), "ERR %s ", errname(e));
@@ -151,7 +155,7 @@ static int num(const char *s, uint64_t max, uint64_t *v)
 		base = 16;
 		s += 2;
 	}
-	if (!((base == 10 && s[0] >= '0' && s[0] <= '9') || (base == 16 && isxdigit((unsigned char)s[0]))))
+	if (base == 10 ? !isdigit((unsigned char)s[0]) : !isxdigit((unsigned char)s[0]))
 		return -1;
 	errno = 0;
 	*v = strtoull(s, &end, base);
@@ -203,7 +207,7 @@ static const char *gid_str(const union ibv_gid *g, char *buf, size_t len)
 }
 
 /* Find a live object from its handle ("qp3"), of one of the types in mask. */
-static struct obj *handle(const char *s, unsigned int mask)
+static struct obj *lookup(const char *s, unsigned int mask)
 {
 	uint64_t id;
 	int t;
@@ -424,7 +428,8 @@ static int cmd_device(int argc, char **argv)
 {
 	struct ibv_device_attr *d = &A.attr;
 
-	(void)argc, (void)argv;
+	(void)argc;
+	(void)argv;
 	if (need_dev())
 		return -1;
 	put("OK max_qp_rd_atom=%d max_qp_init_rd_atom=%d max_mr_size=%llu atomic=%d ud=%d srq=%d",
@@ -441,7 +446,8 @@ static int cmd_pd(int argc, char **argv)
 {
 	struct obj *o = new_obj(T_PD);
 
-	(void)argc, (void)argv;
+	(void)argc;
+	(void)argv;
 	if (!o)
 		return -1;
 	if (A.ctx) {
@@ -484,7 +490,7 @@ static int parse_access(const char *s, int *acc)
 /* MR <pd> <len> <access>: a zeroed, page-aligned buffer, registered */
 static int cmd_mr(int argc, char **argv)
 {
-	struct obj *pd = handle(argv[1], 1u << T_PD), *o;
+	struct obj *pd = lookup(argv[1], 1u << T_PD), *o;
 	uint64_t len;
 	int acc;
 	void *buf;
@@ -494,6 +500,9 @@ static int cmd_mr(int argc, char **argv)
 		return -1;
 	if (!len)
 		return fail(EINVAL, "length 0");
+	if (len > MAX_MR_TOTAL - A.mr_total)
+		return fail(ENOMEM, "MRs would exceed %llu bytes together",
+			    (unsigned long long)MAX_MR_TOTAL);
 	o = new_obj(T_MR);
 	if (!o)
 		return -1;
@@ -511,6 +520,7 @@ static int cmd_mr(int argc, char **argv)
 	}
 	o->buf = buf;
 	o->len = len;
+	A.mr_total += len;
 	o->pd = pd;
 	o->live = true;
 	put("OK mr=mr%u addr=0x%llx lkey=0x%x rkey=0x%x", o->id,
@@ -545,7 +555,7 @@ static int cmd_cq(int argc, char **argv)
 /* SRQ <pd> <max_wr> */
 static int cmd_srq(int argc, char **argv)
 {
-	struct obj *pd = handle(argv[1], 1u << T_PD), *o;
+	struct obj *pd = lookup(argv[1], 1u << T_PD), *o;
 	struct ibv_srq_init_attr ia = { .attr = { .max_sge = 1 } };
 	uint64_t wr;
 
@@ -574,11 +584,14 @@ static int cmd_srq(int argc, char **argv)
 /* QP <pd> <cq> RC|UD <max_send_wr> <max_recv_wr> [srq=<h>] */
 static int cmd_qp(int argc, char **argv)
 {
-	struct obj *pd = handle(argv[1], 1u << T_PD), *cq, *srq = NULL, *o;
+	struct obj *pd = lookup(argv[1], 1u << T_PD), *cq, *srq = NULL, *o;
 	struct ibv_qp_init_attr ia = { .cap = { .max_send_sge = 1, .max_recv_sge = 1 } };
 	uint64_t sw, rw;
 
-	if (!pd || !(cq = handle(argv[2], 1u << T_CQ)))
+	if (!pd)
+		return -1;
+	cq = lookup(argv[2], 1u << T_CQ);
+	if (!cq)
 		return -1;
 	if (!strcmp(argv[3], "RC"))
 		ia.qp_type = IBV_QPT_RC;
@@ -592,7 +605,7 @@ static int cmd_qp(int argc, char **argv)
 	if (argc > 6) {
 		if (argc > 7 || strncmp(argv[6], "srq=", 4))
 			return fail(EINVAL, "the only option is srq=<handle>");
-		srq = handle(argv[6] + 4, 1u << T_SRQ);
+		srq = lookup(argv[6] + 4, 1u << T_SRQ);
 		if (!srq)
 			return -1;
 	}
@@ -654,8 +667,10 @@ static int destroy(struct obj *o)
 		break;
 	case T_MR:
 		e = o->v.mr ? ibv_dereg_mr(o->v.mr) : 0;
-		if (!e)
+		if (!e) {
 			free(o->buf);
+			A.mr_total -= o->len;
+		}
 		break;
 	case T_CQ:
 		e = ibv_destroy_cq(o->v.cq);
@@ -677,7 +692,7 @@ static int destroy(struct obj *o)
 
 static int cmd_destroy(int argc, char **argv)
 {
-	struct obj *o = handle(argv[1], (1u << T_NTYPES) - 1);
+	struct obj *o = lookup(argv[1], (1u << T_NTYPES) - 1);
 
 	(void)argc;
 	if (!o)
@@ -699,7 +714,7 @@ static int reset_all(void)
 	int i;
 
 	ah_drop(NULL);
-	for (k = 0; k < sizeof(order) / sizeof(order[0]); k++)
+	for (k = 0; k < ARRAY_SIZE(order); k++)
 		for (i = 0; i < MAX_OBJ; i++)
 			if (A.obj[i].live && A.obj[i].type == order[k] && destroy(&A.obj[i])) {
 				A.obj[i].live = false;	/* leaked, but never reused */
@@ -713,7 +728,8 @@ static int reset_all(void)
 
 static int cmd_reset(int argc, char **argv)
 {
-	(void)argc, (void)argv;
+	(void)argc;
+	(void)argv;
 	if (reset_all())
 		return -1;
 	put("OK");
@@ -722,7 +738,8 @@ static int cmd_reset(int argc, char **argv)
 
 static int cmd_bye(int argc, char **argv)
 {
-	(void)argc, (void)argv;
+	(void)argc;
+	(void)argv;
 	A.bye = true;
 	put("OK");
 	return 0;
@@ -732,13 +749,12 @@ static int cmd_bye(int argc, char **argv)
 
 static int mtu_enum(uint64_t bytes)
 {
-	switch (bytes) {
-	case 256: return IBV_MTU_256;
-	case 512: return IBV_MTU_512;
-	case 1024: return IBV_MTU_1024;
-	case 2048: return IBV_MTU_2048;
-	case 4096: return IBV_MTU_4096;
-	}
+	static const uint64_t sz[] = { 256, 512, 1024, 2048, 4096 };
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(sz); i++)
+		if (bytes == sz[i])
+			return IBV_MTU_256 + (int)i;
 	return -1;
 }
 
@@ -781,7 +797,7 @@ static int rc_rtr(struct obj *qp, struct opt *o)
 	struct ibv_port_attr pa;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR };
 	struct opt *dgid = opt_find(o, "dgid");
-	int sgid, mtu;
+	int sgid, mtu, rd, mask, tries, e = 0;
 
 	if (ibv_query_port(A.ctx, A.port, &pa))
 		return fail(errno ? errno : EIO, "ibv_query_port failed");
@@ -794,8 +810,8 @@ static int rc_rtr(struct obj *qp, struct opt *o)
 	a.path_mtu = mtu;
 	a.dest_qp_num = (uint32_t)opt_find(o, "dqpn")->v;
 	a.rq_psn = (uint32_t)opt_find(o, "rq_psn")->v;
-	a.max_dest_rd_atomic = (uint8_t)opt_or(o, "max_dest_rd_atomic",
-					       A.attr.max_qp_rd_atom < 16 ? A.attr.max_qp_rd_atom : 16);
+	rd = A.attr.max_qp_rd_atom < 16 ? A.attr.max_qp_rd_atom : 16;
+	a.max_dest_rd_atomic = (uint8_t)opt_or(o, "max_dest_rd_atomic", rd);
 	a.min_rnr_timer = (uint8_t)opt_or(o, "min_rnr", 12);
 	a.ah_attr.is_global = 1;
 	a.ah_attr.port_num = (uint8_t)A.port;
@@ -803,8 +819,21 @@ static int rc_rtr(struct obj *qp, struct opt *o)
 	a.ah_attr.grh.sgid_index = (uint8_t)sgid;
 	a.ah_attr.grh.hop_limit = (uint8_t)opt_or(o, "hop_limit", 64);
 	a.ah_attr.grh.traffic_class = (uint8_t)opt_or(o, "tclass", 0);
-	return modify(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-		      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, "RTR");
+	mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+	       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	/*
+	 * RTR resolves the peer's MAC: the first time (IPv6 neighbour
+	 * discovery especially) that can time out while the answer is on
+	 * its way.  Ask again for a while before giving up.
+	 */
+	for (tries = 0; tries < 20; tries++) {
+		e = ibv_modify_qp(qp->v.qp, &a, mask);
+		if (e != ETIMEDOUT)
+			break;
+	}
+	if (e)
+		return fail(e, "qp%u to RTR failed", qp->id);
+	return 0;
 }
 
 static int rc_rts(struct obj *qp, struct opt *o)
@@ -848,13 +877,13 @@ static int cmd_connect(int argc, char **argv)
 		OPT("max_dest_rd_atomic", 255), OPT("hop_limit", 255), OPT("tclass", 255),
 		OPT("qkey", UINT32_MAX), { .key = NULL }
 	};
-	struct obj *qp = handle(argv[1], 1u << T_QP);
+	struct obj *qp = lookup(argv[1], 1u << T_QP);
 	static const char *const rc_need[] = { "dgid", "dqpn", "rq_psn", "sq_psn" };
 	size_t i;
 
 	if (!qp || parse_opts(argc - 2, argv + 2, o))
 		return -1;
-	for (i = 0; i < sizeof(rc_need) / sizeof(rc_need[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(rc_need); i++)
 		if ((qp->qpt == IBV_QPT_RC || i == 3) && !opt_find(o, rc_need[i])->set)
 			return fail(EINVAL, "%s= is required", rc_need[i]);
 	if (to_init(qp, o))
@@ -873,13 +902,13 @@ static const char *state_str(enum ibv_qp_state s)
 		[IBV_QPS_ERR] = "ERR",
 	};
 
-	return (unsigned int)s < sizeof(n) / sizeof(n[0]) && n[s] ? n[s] : "UNKNOWN";
+	return (unsigned int)s < ARRAY_SIZE(n) && n[s] ? n[s] : "UNKNOWN";
 }
 
 /* MODIFY <qp> state=ERR|RESET */
 static int cmd_modify(int argc, char **argv)
 {
-	struct obj *qp = handle(argv[1], 1u << T_QP);
+	struct obj *qp = lookup(argv[1], 1u << T_QP);
 	struct ibv_qp_attr a = { 0 };
 
 	(void)argc;
@@ -899,7 +928,7 @@ static int cmd_modify(int argc, char **argv)
 
 static int cmd_query(int argc, char **argv)
 {
-	struct obj *qp = handle(argv[1], 1u << T_QP);
+	struct obj *qp = lookup(argv[1], 1u << T_QP);
 	struct ibv_qp_init_attr ia;
 	struct ibv_qp_attr a;
 	int e;
@@ -927,7 +956,7 @@ static uint8_t pat(uint64_t seed, uint64_t i)
 /* FILL|CHECK <mr> <off> <len> <seed> */
 static int cmd_fill_check(int argc, char **argv)
 {
-	struct obj *mr = handle(argv[1], 1u << T_MR);
+	struct obj *mr = lookup(argv[1], 1u << T_MR);
 	uint64_t off, len, seed, i;
 
 	(void)argc;
@@ -949,7 +978,7 @@ static int cmd_fill_check(int argc, char **argv)
 
 static int cmd_peek(int argc, char **argv)
 {
-	struct obj *mr = handle(argv[1], 1u << T_MR);
+	struct obj *mr = lookup(argv[1], 1u << T_MR);
 	uint64_t off, len, i;
 
 	(void)argc;
@@ -972,7 +1001,7 @@ static int hexval(char c)
 /* POKE <mr> <off> <hex> */
 static int cmd_poke(int argc, char **argv)
 {
-	struct obj *mr = handle(argv[1], 1u << T_MR);
+	struct obj *mr = lookup(argv[1], 1u << T_MR);
 	size_t n = strlen(argv[3]), i;
 	uint64_t off;
 	char len[24];
@@ -990,7 +1019,8 @@ static int cmd_poke(int argc, char **argv)
 		if (hexval(argv[3][i]) < 0)
 			return fail(EINVAL, "bad hex digit at %zu", i);
 	for (i = 0; i < n / 2; i++)
-		mr->buf[off + i] = (uint8_t)(hexval(argv[3][2 * i]) << 4 | hexval(argv[3][2 * i + 1]));
+		mr->buf[off + i] = (uint8_t)(hexval(argv[3][2 * i]) << 4 |
+					     hexval(argv[3][2 * i + 1]));
 	put("OK");
 	return 0;
 }
@@ -1104,9 +1134,10 @@ static int cmd_post_send(int argc, char **argv)
 		OPT("raddr", UINT64_MAX), OPT("rkey", UINT32_MAX), OPT("imm", UINT32_MAX),
 		OPT("inv", UINT32_MAX), OPT("compare", UINT64_MAX), OPT("swap", UINT64_MAX),
 		OPT("add", UINT64_MAX), OPT("signaled", 1), OPT("solicited", 1), OPT("fence", 1),
-		OPT("ah_dgid", 0), OPT("ah_dqpn", 0xffffff), OPT("qkey", UINT32_MAX), { .key = NULL }
+		OPT("ah_dgid", 0), OPT("ah_dqpn", 0xffffff), OPT("qkey", UINT32_MAX),
+		{ .key = NULL }
 	};
-	struct obj *qp = handle(argv[1], 1u << T_QP), *mr;
+	struct obj *qp = lookup(argv[1], 1u << T_QP), *mr;
 	struct ibv_send_wr wr = { 0 }, *bad;
 	struct ibv_sge sge;
 	const struct sop *op = NULL;
@@ -1116,12 +1147,12 @@ static int cmd_post_send(int argc, char **argv)
 
 	if (!qp || arg_num("wr_id", argv[2], UINT64_MAX, &wr.wr_id))
 		return -1;
-	for (i = 0; i < sizeof(sops) / sizeof(sops[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(sops); i++)
 		if (!strcmp(argv[3], sops[i].name))
 			op = &sops[i];
 	if (!op)
 		return fail(EINVAL, "bad operation '%.16s'", argv[3]);
-	mr = handle(argv[4], 1u << T_MR);
+	mr = lookup(argv[4], 1u << T_MR);
 	if (!mr || mr_range(mr, argv[5], argv[6], UINT32_MAX, &off, &len) ||
 	    parse_opts(argc - 7, argv + 7, o))
 		return -1;
@@ -1143,7 +1174,7 @@ static int cmd_post_send(int argc, char **argv)
 /* POST_RECV <qp|srq> <wr_id> <mr> <off> <len> */
 static int cmd_post_recv(int argc, char **argv)
 {
-	struct obj *q = handle(argv[1], 1u << T_QP | 1u << T_SRQ), *mr;
+	struct obj *q = lookup(argv[1], 1u << T_QP | 1u << T_SRQ), *mr;
 	struct ibv_recv_wr wr = { 0 }, *bad;
 	struct ibv_sge sge;
 	uint64_t off, len;
@@ -1152,7 +1183,7 @@ static int cmd_post_recv(int argc, char **argv)
 	(void)argc;
 	if (!q || arg_num("wr_id", argv[2], UINT64_MAX, &wr.wr_id))
 		return -1;
-	mr = handle(argv[3], 1u << T_MR);
+	mr = lookup(argv[3], 1u << T_MR);
 	if (!mr || mr_range(mr, argv[4], argv[5], UINT32_MAX, &off, &len))
 		return -1;
 	if (q->type == T_QP && q->srq)
@@ -1178,7 +1209,8 @@ static const char *wc_status(enum ibv_wc_status s)
 {
 	static const char *const n[] = {
 		[IBV_WC_SUCCESS] = "SUCCESS", [IBV_WC_LOC_LEN_ERR] = "LOC_LEN_ERR",
-		[IBV_WC_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR", [IBV_WC_LOC_EEC_OP_ERR] = "LOC_EEC_OP_ERR",
+		[IBV_WC_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR",
+		[IBV_WC_LOC_EEC_OP_ERR] = "LOC_EEC_OP_ERR",
 		[IBV_WC_LOC_PROT_ERR] = "LOC_PROT_ERR", [IBV_WC_WR_FLUSH_ERR] = "WR_FLUSH_ERR",
 		[IBV_WC_MW_BIND_ERR] = "MW_BIND_ERR", [IBV_WC_BAD_RESP_ERR] = "BAD_RESP_ERR",
 		[IBV_WC_LOC_ACCESS_ERR] = "LOC_ACCESS_ERR",
@@ -1190,11 +1222,12 @@ static const char *wc_status(enum ibv_wc_status s)
 		[IBV_WC_REM_INV_RD_REQ_ERR] = "REM_INV_RD_REQ_ERR",
 		[IBV_WC_REM_ABORT_ERR] = "REM_ABORT_ERR", [IBV_WC_INV_EECN_ERR] = "INV_EECN_ERR",
 		[IBV_WC_INV_EEC_STATE_ERR] = "INV_EEC_STATE_ERR", [IBV_WC_FATAL_ERR] = "FATAL_ERR",
-		[IBV_WC_RESP_TIMEOUT_ERR] = "RESP_TIMEOUT_ERR", [IBV_WC_GENERAL_ERR] = "GENERAL_ERR",
+		[IBV_WC_RESP_TIMEOUT_ERR] = "RESP_TIMEOUT_ERR",
+		[IBV_WC_GENERAL_ERR] = "GENERAL_ERR",
 		[IBV_WC_TM_ERR] = "TM_ERR", [IBV_WC_TM_RNDV_INCOMPLETE] = "TM_RNDV_INCOMPLETE",
 	};
 
-	return (unsigned int)s < sizeof(n) / sizeof(n[0]) && n[s] ? n[s] : "UNKNOWN";
+	return (unsigned int)s < ARRAY_SIZE(n) && n[s] ? n[s] : "UNKNOWN";
 }
 
 static const char *wc_opcode(enum ibv_wc_opcode op)
@@ -1227,7 +1260,7 @@ static uint64_t now_ms(void)
  */
 static int cmd_poll(int argc, char **argv)
 {
-	struct obj *cq = handle(argv[1], 1u << T_CQ);
+	struct obj *cq = lookup(argv[1], 1u << T_CQ);
 	struct ibv_wc wc[MAX_POLL];
 	uint64_t max, to, end;
 	int n = 0, i;
@@ -1313,7 +1346,7 @@ static void run_line(char *line)
 		fail(EINVAL, "empty line");
 		return;
 	}
-	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
 		if (strcmp(argv[0], cmds[i].name))
 			continue;
 		if (argc < cmds[i].min || argc > cmds[i].max) {
@@ -1483,7 +1516,7 @@ static int open_dev(const char *name)
 	return 0;
 }
 
-static void usage(void)
+static void help_exit(void)
 {
 	fprintf(stderr,
 		"usage: " AGENT_NAME " --dev IBDEV [--port N] (--unix PATH | --tcp [ADDR:]PORT |\n"
@@ -1506,19 +1539,34 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "d:p:u:t:sonh", lo, NULL)) != -1) {
 		switch (c) {
-		case 'd': A.dev = optarg; break;
-		case 'p': A.port = atoi(optarg); break;
-		case 'u': unix_path = optarg; break;
-		case 't': tcp = optarg; break;
-		case 's': stdio = true; break;
-		case 'o': once = true; break;
-		case 'n': A.nodev = true; break;
-		default: usage();
+		case 'd':
+			A.dev = optarg;
+			break;
+		case 'p':
+			A.port = atoi(optarg);
+			break;
+		case 'u':
+			unix_path = optarg;
+			break;
+		case 't':
+			tcp = optarg;
+			break;
+		case 's':
+			stdio = true;
+			break;
+		case 'o':
+			once = true;
+			break;
+		case 'n':
+			A.nodev = true;
+			break;
+		default:
+			help_exit();
 		}
 	}
 	if (optind != argc || (!A.dev == !A.nodev) || (!!unix_path + !!tcp + stdio) != 1 ||
 	    A.port < 1 || A.port > 255)
-		usage();
+		help_exit();
 	signal(SIGPIPE, SIG_IGN);
 	if (A.dev && open_dev(A.dev))
 		return 1;
