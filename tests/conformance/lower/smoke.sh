@@ -32,7 +32,7 @@ for _ in $(seq 50); do [ -S $sock ] && break; sleep 0.1; done
 set -- $*
 ip netns exec tst lower/mrct --if veth-tst --agent $sock \
 	--self4 10.77.0.2 --peer4 10.77.0.1 --self6 fd77::2 --peer6 fd77::1 \
-	--pics pics/metaroce.conf --waivers waivers.txt --out "$out" \
+	--pics pics/metaroce-reference.conf --waivers waivers.txt --out "$out" \
 	${MRCT_ARGS:-} "$@"
 rc=$?
 kill $apid
