@@ -34,9 +34,10 @@
  * fail.
  *
  * Output: rank 0 prints MRC_STEP_RESULT rank=0 status=PASS|FAIL steps=...
- * p50_us= p99_us= max_us= ..., and with -C FILE writes one CSV line per
- * step (step,us,slowest_rank,verified,bad).  Exit status 0 only if every
- * step completed and every check passed.
+ * p50_us= p99_us= max_us= ... t0_real=, and with -C FILE writes one CSV
+ * line per step: step,us,slowest_rank,verified,bad,t_s (t_s: the step's
+ * start in seconds after step 0's, whose CLOCK_REALTIME is t0_real).  Exit
+ * status 0 only if every step completed and every check passed.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -126,6 +127,14 @@ static double now_s(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double real_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -724,6 +733,7 @@ static double pct(const double *v, uint64_t n, double p)
 
 static FILE *csv;
 static double *step_us;
+static double start_mono, start_real;	/* step 0's start (rank 0) */
 static uint64_t total_bad, verified;
 
 /* rank 0: gather every report of step S, then start step S+1 or stop */
@@ -758,8 +768,8 @@ static bool barrier0(const struct report *mine, int64_t s, bool more)
 		verified += ver;
 		total_bad += bad;
 		if (csv)
-			fprintf(csv, "%" PRId64 ",%.1f,%d,%d,%" PRIu64 "\n", s, step_us[s],
-				slow, ver, bad);
+			fprintf(csv, "%" PRId64 ",%.1f,%d,%d,%" PRIu64 ",%.6f\n", s, step_us[s],
+				slow, ver, bad, t_start - start_mono);
 	}
 	if (bad)
 		go.step = -1;
@@ -807,7 +817,7 @@ static void summary(uint64_t steps, double elapsed)
 		printf(" min_us=%.0f p50_us=%.0f p90_us=%.0f p99_us=%.0f max_us=%.0f mean_us=%.0f algbw_mbps=%.1f",
 		       v[0], pct(v, steps, 50), pct(v, steps, 90), pct(v, steps, 99),
 		       v[steps - 1], sum / steps, O.size * 8.0 * steps / sum);
-	printf(" elapsed_s=%.2f\n", elapsed);
+	printf(" elapsed_s=%.2f t0_real=%.6f\n", elapsed, start_real);
 	free(v);
 }
 
@@ -822,6 +832,8 @@ static int run(void)
 	fill(0);
 	more = barrier(&rep, -1, true);
 	start = now_s();
+	start_mono = start;
+	start_real = real_s();
 	for (s = 0; more && s < O.steps; s++) {
 		memset(&g, 0, sizeof(g));
 		g.base = s * T;
@@ -977,7 +989,7 @@ int main(int argc, char **argv)
 			csv = fopen(O.csv, "w");
 			if (!csv)
 				die("%s: %s", O.csv, strerror(errno));
-			fprintf(csv, "step,us,slowest_rank,verified,bad\n");
+			fprintf(csv, "step,us,slowest_rank,verified,bad,t_s\n");
 		}
 	}
 	msg("%d ranks, %" PRIu64 " bytes per step in %u transfers of up to %" PRIu64
