@@ -834,6 +834,8 @@ static int run(void)
 	start = now_s();
 	start_mono = start;
 	start_real = real_s();
+	if (!O.rank)
+		msg("step 0 starts");
 	for (s = 0; more && s < O.steps; s++) {
 		memset(&g, 0, sizeof(g));
 		g.base = s * T;
