@@ -935,7 +935,7 @@ def summarize_step(runs):
         out["link_mbit"], out["steps_req"] = r.get("link_mbit"), r.get("steps_req")
         c = out["conds"].setdefault(r["cond"], {})
         # one run per condition and provider; a repeated one replaces it
-        c[r["prov"]] = {k: r.get(k) for k in ("status", "steps", "verified", "bad", "p50_us", "p90_us",
+        c[r["prov"]] = {k: r.get(k) for k in ("status", "steps", "timed", "warmup", "verified", "bad", "p50_us", "p90_us",
                                                "p99_us", "max_us", "mean_us", "algbw_mbps", "elapsed_s",
                                                "netem_dropped", "event", "background", "error")}
         c[r["prov"]]["ok"] = r.get("status") == "PASS"
@@ -954,10 +954,10 @@ def step_cell(v):
     if not v:
         return "n/a"
     if not v.get("p50_us"):
-        return f"failed ({v.get('steps') or 0} steps)"
+        return f"failed ({v.get('timed', v.get('steps')) or 0} steps)"
     cell = f"{v['p50_us'] / 1000:.1f} / {v['p99_us'] / 1000:.1f} / {v['max_us'] / 1000:.1f} ms"
     if not v["ok"]:
-        cell += f" (**{v.get('status')}** after {v.get('steps')} steps)"
+        cell += f" (**{v.get('status')}** after {v.get('timed', v.get('steps'))} steps)"
     return cell
 
 
@@ -1003,7 +1003,8 @@ def step_details(runs):
         bg = r.get("background") or {}
         ctr = r.get("counters") or {}
         mean = r.get("mean_us")
-        out.append([step_cond_label(r["cond"]), r["prov"], r.get("status"), r.get("steps"), r.get("verified"),
+        steps = r.get("steps") if r.get("timed") is None else f"{r.get('timed')} + {r.get('warmup')} warm-up"
+        out.append([step_cond_label(r["cond"]), r["prov"], r.get("status"), steps, r.get("verified"),
                     r.get("bad"), fmt(mean / 1000 if mean else None, 1), fmt(r.get("algbw_mbps"), 1),
                     r.get("netem_dropped"), evs,
                     f"{bg.get('without_errors')}/{bg.get('flows')}" if bg else "-",

@@ -29,14 +29,18 @@
  * latest rank's end of its ring work: the slowest rank sets it.  The ranks
  * must share CLOCK_MONOTONIC (one machine, e.g. network namespaces).
  *
+ * -w W runs W warm-up steps first (connection start-up, first touches of
+ * the buffers), verified but left out of the times.
+ *
  * --skip STEP (a self-test): rank 1 does not add the first slice it
  * receives in that step, so the reduced data is wrong and the check must
  * fail.
  *
  * Output: rank 0 prints MRC_STEP_RESULT rank=0 status=PASS|FAIL steps=...
- * p50_us= p99_us= max_us= ... t0_real=, and with -C FILE writes one CSV
- * line per step: step,us,slowest_rank,verified,bad,t_s (t_s: the step's
- * start in seconds after step 0's, whose CLOCK_REALTIME is t0_real).  Exit
+ * timed=... p50_us= p99_us= max_us= ... t0_real=, and with -C FILE writes
+ * one CSV line per timed step: step,us,slowest_rank,verified,bad,t_s (t_s:
+ * the step's start in seconds after timed step 0's, whose CLOCK_REALTIME
+ * is t0_real).  Exit
  * status 0 only if every step completed and every check passed.
  */
 #define _GNU_SOURCE
@@ -108,7 +112,7 @@ struct go {
 static struct {
 	const char *dev, *server, *csv;
 	int port, gid_idx, tcp_port, rank, nranks;
-	uint64_t size, slice, steps, verify_every;
+	uint64_t size, slice, steps, verify_every, warmup;
 	uint32_t slots, timeout, retry;
 	double stall_s;
 	unsigned int sleep_us;
@@ -402,7 +406,7 @@ static void my_info(struct info *in)
 	in->slots = O.slots;
 	in->size = O.size;
 	in->slice = O.slice;
-	in->steps = O.steps;
+	in->steps = O.warmup + O.steps;
 	in->qpn_send = qp_send->qp_num;
 	in->qpn_recv = qp_recv->qp_num;
 	in->psn_send = (0x1000u * O.rank + 0x100) & 0xffffff;
@@ -762,13 +766,15 @@ static bool barrier0(const struct report *mine, int64_t s, bool more)
 	}
 	t_done = rep[slow].t_done;
 	if (s >= 0) {
-		bool ver = (uint64_t)s % O.verify_every == 0 || (uint64_t)s == O.steps - 1;
+		bool ver = (uint64_t)s % O.verify_every == 0 || (uint64_t)s == O.warmup + O.steps - 1;
+		int64_t ts = s - O.warmup;	/* timed step */
 
-		step_us[s] = (t_done - t_start) * 1e6;
 		verified += ver;
 		total_bad += bad;
-		if (csv)
-			fprintf(csv, "%" PRId64 ",%.1f,%d,%d,%" PRIu64 ",%.6f\n", s, step_us[s],
+		if (ts >= 0)
+			step_us[ts] = (t_done - t_start) * 1e6;
+		if (ts >= 0 && csv)
+			fprintf(csv, "%" PRId64 ",%.1f,%d,%d,%" PRIu64 ",%.6f\n", ts, step_us[ts],
 				slow, ver, bad, t_start - start_mono);
 	}
 	if (bad)
@@ -792,17 +798,19 @@ static bool barrier(const struct report *mine, int64_t s, bool more)
 	return go.step >= 0;
 }
 
+/* STEPS: steps completed, warm-up included */
 static void summary(uint64_t steps, double elapsed)
 {
 	double *v, sum = 0;
-	uint64_t i;
-	bool ok = steps == O.steps && !total_bad;
+	uint64_t i, all = steps;
+	bool ok = steps == O.warmup + O.steps && !total_bad;
 
 	if (O.rank) {
 		printf("MRC_STEP_RESULT rank=%d status=%s steps=%" PRIu64 " bad=%" PRIu64 "\n",
 		       O.rank, ok ? "PASS" : "FAIL", steps, total_bad);
 		return;
 	}
+	steps = steps > O.warmup ? steps - O.warmup : 0;
 	v = malloc(sizeof(*v) * (steps ? steps : 1));
 	if (!v)
 		die("out of memory");
@@ -810,9 +818,10 @@ static void summary(uint64_t steps, double elapsed)
 		sum += (v[i] = step_us[i]);
 	qsort(v, steps, sizeof(*v), cmp_d);
 	printf("MRC_STEP_RESULT rank=0 status=%s ranks=%d size=%" PRIu64 " slice=%" PRIu64
-	       " slots=%u steps=%" PRIu64 " verified=%" PRIu64 " bad=%" PRIu64,
-	       ok ? "PASS" : "FAIL", O.nranks, O.size, O.slice, O.slots, steps,
-	       verified, total_bad);
+	       " slots=%u warmup=%" PRIu64 " steps=%" PRIu64 " timed=%" PRIu64
+	       " verified=%" PRIu64 " bad=%" PRIu64,
+	       ok ? "PASS" : "FAIL", O.nranks, O.size, O.slice, O.slots, O.warmup, all,
+	       steps, verified, total_bad);
 	if (steps)
 		printf(" min_us=%.0f p50_us=%.0f p90_us=%.0f p99_us=%.0f max_us=%.0f mean_us=%.0f algbw_mbps=%.1f",
 		       v[0], pct(v, steps, 50), pct(v, steps, 90), pct(v, steps, 99),
@@ -825,39 +834,37 @@ static int run(void)
 {
 	struct ring g = { 0 };
 	struct report rep = { .step = -1 };
-	uint64_t s = 0;
-	double start;
+	uint64_t s = 0, n = O.warmup + O.steps;
+	double start = now_s();
 	bool more;
 
 	fill(0);
 	more = barrier(&rep, -1, true);
-	start = now_s();
-	start_mono = start;
-	start_real = real_s();
-	if (!O.rank)
-		msg("step 0 starts");
-	for (s = 0; more && s < O.steps; s++) {
+	for (s = 0; more && s < n; s++) {
 		memset(&g, 0, sizeof(g));
 		g.base = s * T;
 		g.skip = (int64_t)s == O.skip_step && O.rank == 1;
 		rep.step = s;
 		rep.t_start = now_s();
+		if (s == O.warmup && !O.rank) {
+			start = start_mono = rep.t_start;
+			start_real = real_s();
+			msg("step 0 starts (after %" PRIu64 " warm-up steps)", O.warmup);
+		}
 		ring_step(&g);
 		rep.t_done = now_s();
 		rep.bad = 0;
-		if (s % O.verify_every == 0 || s == O.steps - 1)
+		if (s % O.verify_every == 0 || s == n - 1)
 			rep.bad = verify(s, &rep.first_bad);
 		if (O.rank)
 			total_bad += rep.bad;
-		if (s + 1 < O.steps)
+		if (s + 1 < n)
 			fill(s + 1);
-		more = barrier(&rep, s, s + 1 < O.steps);
+		more = barrier(&rep, s, s + 1 < n);
 	}
-	if (more)
-		s = O.steps;
 	summary(s, now_s() - start);
 	fflush(stdout);
-	return s == O.steps && !total_bad ? 0 : 1;
+	return s == n && !total_bad ? 0 : 1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -888,7 +895,8 @@ static void usage(void)
 		"  -x GID-INDEX   (default: first IPv4 RoCE v2 GID)\n"
 		"  -p TCP-PORT    rank 0's control port (18800)\n"
 		"  -s BYTES       all-reduce size per step (8M)\n"
-		"  -n STEPS       steps (500)\n"
+		"  -n STEPS       timed steps (500)\n"
+		"  -w STEPS       warm-up steps before them, verified, not timed (0)\n"
 		"  -S BYTES       slice, one transfer (512K)\n"
 		"  -b SLOTS       staging buffers = credits per connection (8)\n"
 		"  -k K           check the result every K steps (1; the last always)\n"
@@ -908,7 +916,7 @@ static void options(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "d:x:p:s:n:S:b:k:C:t:R:r:N:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:x:p:s:n:w:S:b:k:C:t:R:r:N:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			O.dev = optarg;
@@ -924,6 +932,9 @@ static void options(int argc, char **argv)
 			break;
 		case 'n':
 			O.steps = num(optarg, "steps");
+			break;
+		case 'w':
+			O.warmup = num(optarg, "warm-up steps");
 			break;
 		case 'S':
 			O.slice = num(optarg, "slice");
