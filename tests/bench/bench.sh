@@ -174,7 +174,10 @@
 #                              _MBIT rate of each ECMP link (100); _CONDS
 #                              conditions (lossless,loss0.1,loss1,bursty,
 #                              fail,incast); _VERIFY check every K steps
-#                              (1); _TIMEOUT per run in s (300 + 20/step)
+#                              (1); _WARMUP untimed steps first (2);
+#                              _QP_TIMEOUT QP timeout exponent (14;
+#                              NCCL's default is 20); _TIMEOUT per run in
+#                              s (300 + 20/step)
 #   METAROCE_BENCH_PROF_TOP / _DUR  prof scenario: functions kept (40),
 #                              ib_write_bw seconds (3)
 #   METAROCE_BENCH_PERF_HZ / _TOP  perf scenario: sampling rate (2000 Hz),
@@ -1105,8 +1108,13 @@ else
 fi
 STEP_MBIT=${METAROCE_BENCH_STEP_MBIT:-100} STEP_SLICE=${METAROCE_BENCH_STEP_SLICE:-512K}
 STEP_CONDS=${METAROCE_BENCH_STEP_CONDS:-lossless,loss0.1,loss1,bursty,fail,incast}
-STEP_VERIFY=${METAROCE_BENCH_STEP_VERIFY:-1}
-STEP_INC_FLOWS=8 STEP_EV=/tmp/bench_step.events
+STEP_VERIFY=${METAROCE_BENCH_STEP_VERIFY:-1} STEP_WARMUP=${METAROCE_BENCH_STEP_WARMUP:-2}
+# QP timeout exponent: perftest's default 14 (67 ms), as rxe has in the
+# other scenarios; rxe retransmits a lost tail after it (metaroce runs its
+# own timers). NCCL's default is 20 (4.3 s): at 1 % loss rxe then took a
+# median 13.9 s per 1 MiB step (quick run of 2026-12-06)
+STEP_QP_TIMEOUT=${METAROCE_BENCH_STEP_QP_TIMEOUT:-14}
+STEP_INC_FLOWS=8 STEP_EV=/tmp/bench_stepev
 
 step_topo() {
 	local i
@@ -1333,8 +1341,8 @@ step_case() {
 	*) echo "bench: unknown step condition $cond" >&2; return 1 ;;
 	esac
 	step_netem "$net"
-	: >"$STEP_EV"
 	rm -f "$log".* /tmp/bench_step.csv
+	: >"$STEP_EV"
 	[ "$cond" != incast ] || step_bg_start "$prov"
 	if [ "$cond" = fail ]; then
 		# a quarter into the run (the provider's lossless run's length)
@@ -1345,8 +1353,8 @@ step_case() {
 	fi
 	rc_snap_all c0
 	ts=$EPOCHREALTIME
-	step_run "$prov" "$log" -s "$STEP_SIZE" -S "$STEP_SLICE" -n "$STEP_STEPS" -k "$STEP_VERIFY" \
-		-C /tmp/bench_step.csv --stall 60 || rc=$?
+	step_run "$prov" "$log" -s "$STEP_SIZE" -S "$STEP_SLICE" -n "$STEP_STEPS" -w "$STEP_WARMUP" \
+		-k "$STEP_VERIFY" -t "$STEP_QP_TIMEOUT" -C /tmp/bench_step.csv --stall 60 || rc=$?
 	rc_snap_all c1
 	if [ -n "$wpid" ]; then
 		kill "$wpid" 2>/dev/null
@@ -1385,14 +1393,14 @@ step_case() {
 	local rf=$log.0 st fields=''
 	st=$(step_res "$rf" status) || st=none
 	[ "$cond" != lossless ] || [ "$st" != PASS ] || STEP_LOSSLESS_S[$prov]=$(step_res "$rf" elapsed_s)
-	for k in steps verified bad min_us p50_us p90_us p99_us max_us mean_us algbw_mbps elapsed_s t0_real; do
+	for k in warmup steps timed verified bad min_us p50_us p90_us p99_us max_us mean_us algbw_mbps elapsed_s t0_real; do
 		fields+=",\"$k\":$(jnum "$(step_res "$rf" "$k")")"
 	done
 	[ "$st" = PASS ] ||
 		fields+=",\"error\":$(jstr "$(grep -h -E 'ERROR' "$log".[0-3] 2>/dev/null | head -n 4 | tr -s '\n\t' '  ')")"
 	bench_record "\"scen\":\"step\",\"cond\":\"$cond\",\"prov\":\"$prov\",\"ranks\":4,\"size\":$(jstr "$STEP_SIZE"),\"slice\":$(jstr "$STEP_SLICE"),\"steps_req\":$STEP_STEPS,\"links\":$MP_LINKS,\"link_mbit\":$STEP_MBIT,\"mtu\":9000,\"netem\":$(jstr "$net"),\"netem_dropped\":$drops,\"event\":$ev,$bg\"rc\":$rc,\"status\":$(jstr "$st")$fields,\"counters\":{$cs},\"step_us\":[$us],\"step_t_s\":[$tss],\"wall_s\":$(since "$ts")"
 	printf '  %-8s %-8s %s: p50 %s us, p99 %s us, max %s us (%s steps, %s verified, exit %s, %ss)\n' "$prov" "$cond" "$st" \
-		"$(step_res "$rf" p50_us)" "$(step_res "$rf" p99_us)" "$(step_res "$rf" max_us)" "$(step_res "$rf" steps)" \
+		"$(step_res "$rf" p50_us)" "$(step_res "$rf" p99_us)" "$(step_res "$rf" max_us)" "$(step_res "$rf" timed)" \
 		"$(step_res "$rf" verified)" "$rc" "$(since "$ts")"
 }
 

@@ -997,9 +997,9 @@ def step_details(runs):
             "entropies_retired", "retry_exceeded", "rcvd_seq_err", "retry_exceeded_err", "send_err")
     for r in runs:
         ev = r.get("event") or {}
-        evs = "-"
+        evs = f"l{ev['link']}" if ev.get("link") else "-"
         if ev.get("link") and r.get("t0_real"):
-            evs = f"l{ev['link']} at {ev['t_real'] - r['t0_real']:.1f} s"
+            evs += f" at {ev['t_real'] - r['t0_real']:.1f} s"
         bg = r.get("background") or {}
         ctr = r.get("counters") or {}
         mean = r.get("mean_us")

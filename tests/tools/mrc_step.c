@@ -125,6 +125,7 @@ static struct {
 };
 
 static double t0;
+static uint64_t steps_done;	/* for the result line of a failed run */
 
 static double now_s(void)
 {
@@ -164,7 +165,8 @@ static void die(const char *fmt, ...)
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
-	printf("\nMRC_STEP_RESULT rank=%d status=FAIL reason=error\n", O.rank);
+	printf("\nMRC_STEP_RESULT rank=%d status=FAIL reason=error steps=%" PRIu64 "\n",
+	       O.rank, steps_done);
 	fflush(stdout);
 	exit(1);
 }
@@ -852,6 +854,7 @@ static int run(void)
 			msg("step 0 starts (after %" PRIu64 " warm-up steps)", O.warmup);
 		}
 		ring_step(&g);
+		steps_done = s + 1;
 		rep.t_done = now_s();
 		rep.bad = 0;
 		if (s % O.verify_every == 0 || s == n - 1)
