@@ -175,9 +175,10 @@
 #                              conditions (lossless,loss0.1,loss1,bursty,
 #                              fail,incast); _VERIFY check every K steps
 #                              (1); _WARMUP untimed steps first (2);
-#                              _QP_TIMEOUT QP timeout exponent (14;
-#                              NCCL's default is 20); _TIMEOUT per run in
-#                              s (300 + 20/step)
+#                              _QP_TIMEOUT QP timeout exponent (20,
+#                              NCCL's); _MAX_S a run ends after the step
+#                              that passes it (1800, quick 120); _TIMEOUT
+#                              per run in s (300 + 20/step)
 #   METAROCE_BENCH_PROF_TOP / _DUR  prof scenario: functions kept (40),
 #                              ib_write_bw seconds (3)
 #   METAROCE_BENCH_PERF_HZ / _TOP  perf scenario: sampling rate (2000 Hz),
@@ -1103,17 +1104,21 @@ STEP_GID=() STEP_RXE_GID=()
 STEP_PORTS_A='ha hc rxha rxhc' STEP_PORTS_B='hb hd rxhb rxhd'
 if [ "$QUICK" = 1 ]; then
 	STEP_STEPS=${METAROCE_BENCH_STEP_STEPS:-30} STEP_SIZE=${METAROCE_BENCH_STEP_SIZE:-1M}
+	STEP_MAX_S=${METAROCE_BENCH_STEP_MAX_S:-120}
 else
 	STEP_STEPS=${METAROCE_BENCH_STEP_STEPS:-500} STEP_SIZE=${METAROCE_BENCH_STEP_SIZE:-8M}
+	STEP_MAX_S=${METAROCE_BENCH_STEP_MAX_S:-1800}
 fi
 STEP_MBIT=${METAROCE_BENCH_STEP_MBIT:-100} STEP_SLICE=${METAROCE_BENCH_STEP_SLICE:-512K}
 STEP_CONDS=${METAROCE_BENCH_STEP_CONDS:-lossless,loss0.1,loss1,bursty,fail,incast}
 STEP_VERIFY=${METAROCE_BENCH_STEP_VERIFY:-1} STEP_WARMUP=${METAROCE_BENCH_STEP_WARMUP:-2}
-# QP timeout exponent: perftest's default 14 (67 ms), as rxe has in the
-# other scenarios; rxe retransmits a lost tail after it (metaroce runs its
-# own timers). NCCL's default is 20 (4.3 s): at 1 % loss rxe then took a
-# median 13.9 s per 1 MiB step (quick run of 2026-12-06)
-STEP_QP_TIMEOUT=${METAROCE_BENCH_STEP_QP_TIMEOUT:-14}
+# QP timeout exponent: NCCL's default (NCCL_IB_TIMEOUT 20, 4.3 s); rxe
+# waits that long for a lost tail (metaroce runs its own timers): at 1 %
+# loss a median 13.9 s per 1 MiB step in a quick run. With perftest's 14
+# (67 ms) the busy guest's rxe retransmitted ten times what it delivered and
+# failed at 0.1 % loss (remote invalid request), so 20 it is, and a run
+# ends after the step that passes STEP_MAX_S (capped: the steps done count)
+STEP_QP_TIMEOUT=${METAROCE_BENCH_STEP_QP_TIMEOUT:-20}
 STEP_INC_FLOWS=8 STEP_EV=/tmp/bench_stepev
 
 step_topo() {
@@ -1354,7 +1359,8 @@ step_case() {
 	rc_snap_all c0
 	ts=$EPOCHREALTIME
 	step_run "$prov" "$log" -s "$STEP_SIZE" -S "$STEP_SLICE" -n "$STEP_STEPS" -w "$STEP_WARMUP" \
-		-k "$STEP_VERIFY" -t "$STEP_QP_TIMEOUT" -C /tmp/bench_step.csv --stall 60 || rc=$?
+		-k "$STEP_VERIFY" -t "$STEP_QP_TIMEOUT" --max-time "$STEP_MAX_S" -C /tmp/bench_step.csv \
+		--stall 60 || rc=$?
 	rc_snap_all c1
 	if [ -n "$wpid" ]; then
 		kill "$wpid" 2>/dev/null
@@ -1393,7 +1399,7 @@ step_case() {
 	local rf=$log.0 st fields=''
 	st=$(step_res "$rf" status) || st=none
 	[ "$cond" != lossless ] || [ "$st" != PASS ] || STEP_LOSSLESS_S[$prov]=$(step_res "$rf" elapsed_s)
-	for k in warmup steps timed verified bad min_us p50_us p90_us p99_us max_us mean_us algbw_mbps elapsed_s t0_real; do
+	for k in warmup steps timed capped verified bad min_us p50_us p90_us p99_us max_us mean_us algbw_mbps elapsed_s t0_real; do
 		fields+=",\"$k\":$(jnum "$(step_res "$rf" "$k")")"
 	done
 	[ "$st" = PASS ] ||

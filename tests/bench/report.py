@@ -935,7 +935,7 @@ def summarize_step(runs):
         out["link_mbit"], out["steps_req"] = r.get("link_mbit"), r.get("steps_req")
         c = out["conds"].setdefault(r["cond"], {})
         # one run per condition and provider; a repeated one replaces it
-        c[r["prov"]] = {k: r.get(k) for k in ("status", "steps", "timed", "warmup", "verified", "bad", "p50_us", "p90_us",
+        c[r["prov"]] = {k: r.get(k) for k in ("status", "steps", "timed", "warmup", "capped", "verified", "bad", "p50_us", "p90_us",
                                                "p99_us", "max_us", "mean_us", "algbw_mbps", "elapsed_s",
                                                "netem_dropped", "event", "background", "error")}
         c[r["prov"]]["ok"] = r.get("status") == "PASS"
@@ -956,6 +956,8 @@ def step_cell(v):
     if not v.get("p50_us"):
         return f"failed ({v.get('timed', v.get('steps')) or 0} steps)"
     cell = f"{v['p50_us'] / 1000:.1f} / {v['p99_us'] / 1000:.1f} / {v['max_us'] / 1000:.1f} ms"
+    if v.get("capped"):
+        cell += f" (capped: {v.get('timed')} steps)"
     if not v["ok"]:
         cell += f" (**{v.get('status')}** after {v.get('timed', v.get('steps'))} steps)"
     return cell

@@ -32,6 +32,9 @@
  * -w W runs W warm-up steps first (connection start-up, first touches of
  * the buffers), verified but left out of the times.
  *
+ * --max-time S: rank 0 ends the run after the step that passes S seconds
+ * (capped=1 in the result; the steps done count).
+ *
  * --skip STEP (a self-test): rank 1 does not add the first slice it
  * receives in that step, so the reduced data is wrong and the check must
  * fail.
@@ -104,7 +107,8 @@ struct report {
 	uint64_t bad, first_bad;
 };
 
-/* rank 0 -> ranks: go (step), or stop (step < 0) */
+/* rank 0 -> ranks: go (step), or stop (step < 0; GO_CAPPED: time is up) */
+#define GO_CAPPED	(-2)
 struct go {
 	int64_t step;
 };
@@ -114,7 +118,7 @@ static struct {
 	int port, gid_idx, tcp_port, rank, nranks;
 	uint64_t size, slice, steps, verify_every, warmup;
 	uint32_t slots, timeout, retry;
-	double stall_s;
+	double stall_s, max_s;
 	unsigned int sleep_us;
 	int64_t skip_step;
 } O = {
@@ -740,6 +744,8 @@ static double pct(const double *v, uint64_t n, double p)
 static FILE *csv;
 static double *step_us;
 static double start_mono, start_real;	/* step 0's start (rank 0) */
+static double run_start;
+static bool capped;
 static uint64_t total_bad, verified;
 
 /* rank 0: gather every report of step S, then start step S+1 or stop */
@@ -779,6 +785,11 @@ static bool barrier0(const struct report *mine, int64_t s, bool more)
 			fprintf(csv, "%" PRId64 ",%.1f,%d,%d,%" PRIu64 ",%.6f\n", ts, step_us[ts],
 				slow, ver, bad, t_start - start_mono);
 	}
+	if (more && O.max_s > 0 && now_s() - run_start > O.max_s) {
+		msg("--max-time %.0f s reached after %" PRId64 " steps", O.max_s, s + 1);
+		capped = true;
+		go.step = GO_CAPPED;
+	}
 	if (bad)
 		go.step = -1;
 	for (i = 1; i < O.nranks; i++)
@@ -795,6 +806,7 @@ static bool barrier(const struct report *mine, int64_t s, bool more)
 		return barrier0(mine, s, more);
 	xfer(ctl[0], (void *)mine, sizeof(*mine), true);
 	xfer(ctl[0], &go, sizeof(go), false);
+	capped = go.step == GO_CAPPED;
 	if (go.step >= 0 && go.step != s + 1)
 		die("rank 0 started step %" PRId64 ", expected %" PRId64, go.step, s + 1);
 	return go.step >= 0;
@@ -805,11 +817,11 @@ static void summary(uint64_t steps, double elapsed)
 {
 	double *v, sum = 0;
 	uint64_t i, all = steps;
-	bool ok = steps == O.warmup + O.steps && !total_bad;
+	bool ok = (steps == O.warmup + O.steps || capped) && !total_bad;
 
 	if (O.rank) {
-		printf("MRC_STEP_RESULT rank=%d status=%s steps=%" PRIu64 " bad=%" PRIu64 "\n",
-		       O.rank, ok ? "PASS" : "FAIL", steps, total_bad);
+		printf("MRC_STEP_RESULT rank=%d status=%s steps=%" PRIu64 " capped=%d bad=%" PRIu64 "\n",
+		       O.rank, ok ? "PASS" : "FAIL", steps, capped, total_bad);
 		return;
 	}
 	steps = steps > O.warmup ? steps - O.warmup : 0;
@@ -820,10 +832,10 @@ static void summary(uint64_t steps, double elapsed)
 		sum += (v[i] = step_us[i]);
 	qsort(v, steps, sizeof(*v), cmp_d);
 	printf("MRC_STEP_RESULT rank=0 status=%s ranks=%d size=%" PRIu64 " slice=%" PRIu64
-	       " slots=%u warmup=%" PRIu64 " steps=%" PRIu64 " timed=%" PRIu64
+	       " slots=%u warmup=%" PRIu64 " steps=%" PRIu64 " timed=%" PRIu64 " capped=%d"
 	       " verified=%" PRIu64 " bad=%" PRIu64,
 	       ok ? "PASS" : "FAIL", O.nranks, O.size, O.slice, O.slots, O.warmup, all,
-	       steps, verified, total_bad);
+	       steps, capped, verified, total_bad);
 	if (steps)
 		printf(" min_us=%.0f p50_us=%.0f p90_us=%.0f p99_us=%.0f max_us=%.0f mean_us=%.0f algbw_mbps=%.1f",
 		       v[0], pct(v, steps, 50), pct(v, steps, 90), pct(v, steps, 99),
@@ -841,6 +853,7 @@ static int run(void)
 	bool more;
 
 	fill(0);
+	run_start = start;
 	more = barrier(&rep, -1, true);
 	for (s = 0; more && s < n; s++) {
 		memset(&g, 0, sizeof(g));
@@ -867,7 +880,7 @@ static int run(void)
 	}
 	summary(s, now_s() - start);
 	fflush(stdout);
-	return s == n && !total_bad ? 0 : 1;
+	return (s == n || capped) && !total_bad ? 0 : 1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -907,6 +920,7 @@ static void usage(void)
 		"  -t TIMEOUT -R RETRY   QP timeout exponent (20) and retry_cnt (7)\n"
 		"  --stall S      give up after S s without progress (60)\n"
 		"  --sleep-us US  pause of an idle poll loop (20)\n"
+		"  --max-time S   rank 0 ends the run after the step that passes S s (0: off)\n"
 		"  --skip STEP    self-test: rank 1 drops one slice's reduction\n");
 	exit(2);
 }
@@ -915,7 +929,7 @@ static void options(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "stall", 1, NULL, 1 }, { "sleep-us", 1, NULL, 2 },
-		{ "skip", 1, NULL, 3 }, { NULL, 0, NULL, 0 },
+		{ "skip", 1, NULL, 3 }, { "max-time", 1, NULL, 4 }, { NULL, 0, NULL, 0 },
 	};
 	int c;
 
@@ -971,6 +985,9 @@ static void options(int argc, char **argv)
 			break;
 		case 3:
 			O.skip_step = num(optarg, "step");
+			break;
+		case 4:
+			O.max_s = num(optarg, "seconds");
 			break;
 		default:
 			usage();
