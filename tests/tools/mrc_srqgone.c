@@ -14,10 +14,15 @@
  * receives were not completed yet; each must complete with data (payload
  * checked) on a WQE not completed before, and one SEND more must find
  * the SRQ empty (RNR, rnr_retry 0): every receive completes exactly once.
+ * Before that last responder takes any, the SRQ limit is armed at the
+ * number of receives left: the first one taken, given back or not, must
+ * raise IBV_EVENT_SRQ_LIMIT_REACHED.
  * Prints "srqgone: ok ..." and exits 0, or says what went wrong and
  * exits 1.
  */
 #include <infiniband/verbs.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,10 +234,78 @@ static int round_gone(struct ctx *c, unsigned int r)
 	return 0;
 }
 
+/* @n SENDs of @left for the receives left complete, @done before them */
+static int wait_sends(struct ctx *c, unsigned int done, unsigned int n,
+		      unsigned int left)
+{
+	double end = now_s() + 30;
+	struct ibv_wc wc;
+	unsigned int i;
+	int r;
+
+	for (i = 0; i < n && now_s() < end;) {
+		r = ibv_poll_cq(c->scq, 1, &wc);
+		if (r < 0)
+			return fail("poll send CQ");
+		if (!r)
+			continue;
+		if (wc.status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "srqgone: SEND %u of %u for the receives left: %s (%u receives lost)\n",
+				done + i + 1, left, ibv_wc_status_str(wc.status),
+				left - done - i);
+			return 1;
+		}
+		i++;
+	}
+	return i < n ? fail("SENDs for the receives left did not complete") : 0;
+}
+
+/* arm the SRQ limit at @limit; 1 if an event came before */
+static int arm_limit(struct ctx *c, unsigned int limit)
+{
+	struct ibv_srq_attr a = { .srq_limit = limit };
+	struct ibv_async_event ev;
+	int fl = fcntl(c->ctx->async_fd, F_GETFL);
+
+	if (fl < 0 || fcntl(c->ctx->async_fd, F_SETFL, fl | O_NONBLOCK))
+		return fail("async_fd non-blocking");
+	while (!ibv_get_async_event(c->ctx, &ev)) {
+		bool lim = ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED;
+
+		ibv_ack_async_event(&ev);
+		if (lim)
+			return fail("SRQ limit event before the limit was armed");
+	}
+	if (ibv_modify_srq(c->srq, &a, IBV_SRQ_LIMIT))
+		return fail("modify_srq limit");
+	return 0;
+}
+
+/* wait up to @secs for the SRQ limit event: 1 if it came */
+static int limit_event(struct ctx *c, double secs)
+{
+	struct pollfd p = { .fd = c->ctx->async_fd, .events = POLLIN };
+	double end = now_s() + secs;
+	struct ibv_async_event ev;
+
+	while (now_s() < end) {
+		bool lim;
+
+		if (poll(&p, 1, 100) <= 0 || ibv_get_async_event(c->ctx, &ev))
+			continue;
+		lim = ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+		      ev.element.srq == c->srq;
+		ibv_ack_async_event(&ev);
+		if (lim)
+			return 1;
+	}
+	return 0;
+}
+
 /* the receives left must all arrive through a last responder */
 static int drain(struct ctx *c)
 {
-	unsigned int left = N - c->ok - c->flushed, i;
+	unsigned int left = N - c->ok - c->flushed;
 	struct ibv_qp *req = make_qp(c, false), *resp = make_qp(c, true);
 	double end;
 	struct ibv_wc wc;
@@ -243,24 +316,18 @@ static int drain(struct ctx *c)
 	if (connect_qp(c, req, resp->qp_num, 0) ||
 	    connect_qp(c, resp, req->qp_num, 0))
 		return 1;
-	if (left && post_sends(c, req, 100000, left))
+	/* every receive left is in the ring or given back: armed at all */
+	if (left && (arm_limit(c, left) || post_sends(c, req, 100000, 1) ||
+		     wait_sends(c, 0, 1, left)))
 		return 1;
-	for (i = 0, end = now_s() + 30; i < left && now_s() < end;) {
-		r = ibv_poll_cq(c->scq, 1, &wc);
-		if (r < 0)
-			return fail("poll send CQ");
-		if (!r)
-			continue;
-		if (wc.status != IBV_WC_SUCCESS) {
-			fprintf(stderr, "srqgone: SEND %u of %u for the receives left: %s (%u receives lost)\n",
-				i + 1, left, ibv_wc_status_str(wc.status),
-				left - i);
-			return 1;
-		}
-		i++;
+	if (left && !limit_event(c, 5)) {
+		fprintf(stderr, "srqgone: no SRQ limit event after 1 of %u receives left was taken\n",
+			left);
+		return 1;
 	}
-	if (i < left)
-		return fail("SENDs for the receives left did not complete");
+	if (left > 1 && (post_sends(c, req, 100001, left - 1) ||
+			 wait_sends(c, 1, left - 1, left)))
+		return 1;
 	if (poll_recvs(c, N, 10))
 		return fail("receives left did not all complete");
 	/* one more: the SRQ must be empty */
@@ -348,7 +415,7 @@ int main(int argc, char **argv)
 		return fail("every round completed before its responder was destroyed: nothing tested");
 	if (drain(&c))
 		return 1;
-	printf("srqgone: ok (%u receives: %u completed before %u of %u responders were destroyed mid-stream (%u flushed), %u through the last one; then RNR)\n",
+	printf("srqgone: ok (%u receives: %u completed before %u of %u responders were destroyed mid-stream (%u flushed), %u through the last one, the limit event at the first; then RNR)\n",
 	       N, in_rounds, c.cut, rounds, c.flushed,
 	       c.ok + c.flushed - in_rounds);
 	return 0;

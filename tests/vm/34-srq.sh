@@ -4,7 +4,9 @@
 # a) mrc_srqgone: N receives on an SRQ; responders on it are destroyed (not
 #    in the error state) while multi-packet SENDs arrive; a last responder
 #    must then get every receive not completed yet (data checked), each
-#    once, and then find the SRQ empty (RNR).  The tool talks to itself
+#    once, and then find the SRQ empty (RNR).  The SRQ limit, armed at the
+#    receives left, fires at the first one taken even if it was given
+#    back by a destroyed responder.  The tool talks to itself
 #    through lo, delayed and lossy here so that messages are under way.
 # b) credit_hold_us above its limit is refused when written; the limit
 #    itself is taken.
@@ -33,9 +35,9 @@ srqgone=$RC_REPO/tests/tools/mrc_srqgone
 in_host "$TOPO_A" tc qdisc add dev lo root netem delay 5ms loss 2%
 for run in 1 2; do
 	if out=$(in_host "$TOPO_A" timeout 120 "$srqgone" "$RC_DEV_A" "$GID_A" 4 2>&1); then
-		t_ok "run $run: every SRQ receive completes once after responders were destroyed mid-stream: ${out#srqgone: ok }"
+		t_ok "run $run: every SRQ receive completes once after responders were destroyed mid-stream, the limit event counts given-back ones: ${out#srqgone: ok }"
 	else
-		t_fail "run $run: every SRQ receive completes once after responders were destroyed mid-stream" "$out"
+		t_fail "run $run: every SRQ receive completes once after responders were destroyed mid-stream, the limit event counts given-back ones" "$out"
 	fi
 done
 in_host "$TOPO_A" tc qdisc del dev lo root

@@ -338,6 +338,7 @@ struct mrc_srq {
 	spinlock_t post_lock;		/* kernel posters, any context */
 	struct mrc_ring ring;
 	struct list_head back;		/* mrc_srq_back, taken before the ring */
+	u32 back_n;			/* WQEs in back not taken yet */
 	u32 srq_num;
 	u32 cons;			/* kernel consumer index */
 	u32 max_sge;

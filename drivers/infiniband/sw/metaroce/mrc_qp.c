@@ -1080,6 +1080,7 @@ static void mrc_srq_take_back(struct mrc_srq *srq, struct mrc_rwqe *out)
 						  struct mrc_srq_back, node);
 
 	*out = b->w[b->next++];
+	srq->back_n--;
 	if (b->next == b->n) {
 		list_del(&b->node);
 		kfree(b);
@@ -1097,7 +1098,24 @@ void mrc_srq_give_back(struct mrc_srq *srq, struct mrc_srq_back *b)
 {
 	spin_lock_bh(&srq->lock);
 	list_add_tail(&b->node, &srq->back);
+	srq->back_n += b->n - b->next;
 	spin_unlock_bh(&srq->lock);
+}
+
+/*
+ * The limit event counts every WQE the SRQ can still hand out: the ring's
+ * and those given back (srq->lock held).  Fires once, then disarms.
+ */
+static bool mrc_srq_below_limit(struct mrc_srq *srq, u32 prod)
+{
+	u32 ring = prod - srq->cons;
+
+	if (ring > srq->ring.depth)	/* a user's bad producer index */
+		ring = 0;
+	if (!srq->limit || ring + srq->back_n >= srq->limit)
+		return false;
+	srq->limit = 0;
+	return true;
 }
 
 /**
@@ -1121,12 +1139,13 @@ bool mrc_srq_take(struct mrc_srq *srq, struct mrc_rwqe *out)
 	spin_lock_bh(&srq->lock);
 	if (!srq->ring.buf)
 		goto out;
+	prod = mrc_ring_load(&srq->ring.hdr->prod);
 	if (!list_empty(&srq->back)) {
 		mrc_srq_take_back(srq, out);
 		ok = true;
+		fire = mrc_srq_below_limit(srq, prod);
 		goto out;
 	}
-	prod = mrc_ring_load(&srq->ring.hdr->prod);
 	if (prod == srq->cons || prod - srq->cons > srq->ring.depth)
 		goto out;
 	w = mrc_ring_slot(&srq->ring, srq->cons);
@@ -1142,10 +1161,7 @@ bool mrc_srq_take(struct mrc_srq *srq, struct mrc_rwqe *out)
 	}
 	srq->cons++;
 	mrc_ring_store(&srq->ring.hdr->cons, srq->cons);
-	if (srq->limit && prod - srq->cons < srq->limit) {
-		srq->limit = 0;
-		fire = true;
-	}
+	fire = mrc_srq_below_limit(srq, prod);
 out:
 	spin_unlock_bh(&srq->lock);
 	if (fire && srq->ibsrq.event_handler) {
