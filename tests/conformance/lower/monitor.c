@@ -6,7 +6,8 @@
  * the metaroce port; an ACK's cumulative PSN never goes back nor beyond
  * what was sent, a SACKed PSN is never un-SACKed, TS and entropy echoes
  * are values the tester sent; a resent request is identical to the first
- * copy but for TSval, RETX (and CREDIT, see the report).
+ * copy but for TSval, RETX and CREDIT (MRC-REQ-1).  "Never un-SACKed" is
+ * MRC-ACK-4.
  */
 #include <stdarg.h>
 #include <stdio.h>

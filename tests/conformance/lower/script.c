@@ -108,6 +108,34 @@ static int load_lines(struct mct_case *tc, const char *path, int depth, int *bod
 	return err;
 }
 
+/*
+ * reqs: requirement IDs of the spec, MRC-<AREA>-<N>, separated by blanks,
+ * commas or semicolons (scripts/spec-reqs --check knows which exist)
+ */
+static int reqs_valid(const char *reqs)
+{
+	char buf[256], *save, *tok;
+	int n = 0;
+
+	snprintf(buf, sizeof(buf), "%s", reqs);
+	for (tok = strtok_r(buf, " \t,;", &save); tok; tok = strtok_r(NULL, " \t,;", &save)) {
+		const char *s = tok + 4;
+
+		if (strncmp(tok, "MRC-", 4))
+			return 0;
+		while (isupper((unsigned char)*s))
+			s++;
+		if (s == tok + 4 || *s++ != '-' || *s < '1' || *s > '9')
+			return 0;
+		while (isdigit((unsigned char)*s))
+			s++;
+		if (*s)
+			return 0;
+		n++;
+	}
+	return n > 0;
+}
+
 int mct_case_load(struct mct_case *tc, const char *path)
 {
 	int body = 0;
@@ -120,7 +148,7 @@ int mct_case_load(struct mct_case *tc, const char *path)
 	snprintf(tc->path, sizeof(tc->path), "%s", path);
 	if (load_lines(tc, path, 0, &body))
 		return -1;
-	return tc->id[0] && tc->level[0] ? 0 : -1;
+	return tc->id[0] && tc->level[0] && reqs_valid(tc->reqs) ? 0 : -1;
 }
 
 void mct_case_free(struct mct_case *tc)
@@ -601,38 +629,49 @@ static int take(struct mct_run *r, const struct mct_frame *f,
 	return 1;
 }
 
-/* expect OPCODE field=value ... [within MS] */
-static int do_expect(struct mct_run *r, char *args)
+/* OPCODE field=value ... [within MS]: what expect and none look for */
+static int want_parse(struct mct_run *r, char *args, struct want *w, uint64_t *ms)
 {
-	char *save, *tok, *eq, desc[256];
-	uint64_t t_end, ms = r->env->turnaround_ms, v;
-	struct mct_frame f;
-	struct want w = { 0 };
-	int bad = 0;
+	char *save, *tok, *eq;
+	uint64_t v;
 
-	snprintf(desc, sizeof(desc), "%s", args);
 	tok = strtok_r(args, " ", &save);
-	w.op = tok ? mct_op_by_name(tok) : -1;
-	if (w.op < 0)
-		return verdict(r, MCT_ERROR, "expect: unknown opcode");
+	w->op = tok ? mct_op_by_name(tok) : -1;
+	if (w->op < 0)
+		return verdict(r, MCT_ERROR, "unknown opcode '%s'", tok ? tok : "");
 	while ((tok = strtok_r(NULL, " ", &save))) {
-		if (!strcmp(tok, "within")) {
+		if (!strcmp(tok, "within") && ms) {
 			tok = strtok_r(NULL, " ", &save);
-			if (!tok || eval(r, tok, &ms))
+			if (!tok || eval(r, tok, ms))
 				return verdict(r, MCT_ERROR, "expect: within MS");
 			continue;
 		}
 		eq = strchr(tok, '=');
-		if (!eq || w.n == 24)
-			return verdict(r, MCT_ERROR, "expect: '%s'", tok);
+		if (!eq || w->n == 24)
+			return verdict(r, MCT_ERROR, "'%s' is no field=value", tok);
 		*eq = 0;
 		if (eval(r, eq + 1, &v))
 			return MCT_ERROR;
 		if (!strcmp(tok, "psn") || !strcmp(tok, "nakpsn"))
-			v = (uint32_t)(v + psn_base(r, (uint8_t)w.op, 0));
-		snprintf(w.key[w.n], sizeof(w.key[0]), "%s", tok);
-		w.val[w.n++] = v;
+			v = (uint32_t)(v + psn_base(r, (uint8_t)w->op, 0));
+		snprintf(w->key[w->n], sizeof(w->key[0]), "%s", tok);
+		w->val[w->n++] = v;
 	}
+	return MCT_PASS;
+}
+
+/* expect OPCODE field=value ... [within MS] */
+static int do_expect(struct mct_run *r, char *args)
+{
+	uint64_t t_end, ms = r->env->turnaround_ms;
+	struct mct_frame f;
+	struct want w = { 0 };
+	char desc[256];
+	int bad = 0;
+
+	snprintf(desc, sizeof(desc), "%s", args);
+	if (want_parse(r, args, &w, &ms))
+		return MCT_ERROR;
 	t_end = mct_now_ns() + ms * 1000000;
 	for (;;) {
 		int64_t left = (int64_t)(t_end - mct_now_ns()) / 1000000;
@@ -650,15 +689,28 @@ static int do_expect(struct mct_run *r, char *args)
 	}
 }
 
-/* none MS: the DUT sends nothing for MS milliseconds */
+/*
+ * none MS [OPCODE field=value ...]: the DUT sends nothing (or nothing
+ * that matches) for MS milliseconds; other packets pass the monitors
+ */
 static int do_none(struct mct_run *r, char *args)
 {
+	struct want w = { 0 }, *wp = NULL;
 	struct mct_frame f;
 	struct mct_pkt p;
 	uint64_t ms, t_end;
-	char desc[256];
+	char *rest, desc[256];
 	int bad = 0;
 
+	while (*args == ' ')
+		args++;
+	rest = args + strcspn(args, " ");
+	if (*rest) {
+		*rest++ = 0;
+		wp = &w;
+		if (want_parse(r, rest, wp, NULL))
+			return MCT_ERROR;
+	}
 	if (eval(r, args, &ms))
 		return MCT_ERROR;
 	t_end = mct_now_ns() + ms * 1000000;
@@ -669,7 +721,8 @@ static int do_none(struct mct_run *r, char *args)
 			return MCT_PASS;
 		if (f.out)
 			continue;
-		take(r, &f, NULL, &bad);
+		if (!take(r, &f, wp, &bad) && !bad && wp)
+			continue;
 		if (bad)
 			return verdict(r, MCT_FAIL, "%s", r->mon.err);
 		mct_parse(f.udp_pay, f.udp_len, &p);
@@ -694,6 +747,28 @@ static int drain(struct mct_run *r, int ms)
 	return MCT_PASS;
 }
 
+/* assert A == B | A != B: after substitution, as numbers or as words */
+static int do_assert(struct mct_run *r, char *args)
+{
+	char a[256], b[256], op[4], sa[512], sb[512];
+	uint64_t va, vb;
+	int eq;
+
+	if (sscanf(args, "%255s %3s %255s", a, op, b) != 3 ||
+	    (strcmp(op, "==") && strcmp(op, "!=")))
+		return verdict(r, MCT_ERROR, "assert A == B or A != B");
+	if (subst(r, a, sa, sizeof(sa)) || subst(r, b, sb, sizeof(sb)))
+		return MCT_ERROR;
+	if (isdigit((unsigned char)sa[0]) && isdigit((unsigned char)sb[0]) &&
+	    !eval(r, sa, &va) && !eval(r, sb, &vb))
+		eq = va == vb;
+	else
+		eq = !strcmp(sa, sb);
+	if (eq != !strcmp(op, "=="))
+		return verdict(r, MCT_FAIL, "assert %s %s %s: %s, %s", a, op, b, sa, sb);
+	return MCT_PASS;
+}
+
 static int do_line(struct mct_run *r, char *s)
 {
 	char *args = s + strcspn(s, " ");
@@ -702,6 +777,8 @@ static int do_line(struct mct_run *r, char *s)
 
 	if (*args)
 		*args++ = 0;
+	while (*args == ' ' || *args == '\t')	/* "agent  x = ..." aligned */
+		args++;
 	if (!strcmp(s, "agent"))
 		return do_agent(r, args, MCT_ERROR);
 	if (!strcmp(s, "check"))
@@ -722,6 +799,8 @@ static int do_line(struct mct_run *r, char *s)
 		usleep(v * 1000);
 		return MCT_PASS;
 	}
+	if (!strcmp(s, "assert"))
+		return do_assert(r, args);
 	if (!strcmp(s, "set")) {
 		if (sscanf(args, "%95s = %511[^\n]", name, expr) != 2 ||
 		    eval(r, expr, &v))
