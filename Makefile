@@ -8,6 +8,8 @@
 #                   and on PREEMPT_RT, kernel reports counted (not in check)
 #   make demo       boot the test bed and show RDMA across a lossy link
 #   make bench      metaroce vs rxe benchmarks in the test bed (not in check)
+#   make conformance  the conformance suite alone in the test bed, with its
+#                   report (tests/conformance/README.md; also in check)
 #   make fuzz       libFuzzer harnesses of the engine, 20 s each (in check)
 #   make install    install the module (and point ld.so at the provider)
 #   make kmod       the test ULP module tests/kmod/mrc_ulp_test.ko (tests)
@@ -29,7 +31,8 @@ export METAROCE_CACHE
 KBUILD_ARGS := -C $(KDIR) M=$(MOD_DIR) CONFIG_RDMA_METAROCE=m
 KMOD_ARGS := -C $(KDIR) M=$(CURDIR)/tests/kmod
 
-.PHONY: all module kmod provider deps check check-debug kunit fuzz vmtest lint demo bench install clean
+.PHONY: all module kmod provider deps check check-debug kunit fuzz vmtest lint demo bench conformance \
+	install clean
 
 all: module provider
 
@@ -77,6 +80,16 @@ demo:
 # benchmarks: results in bench-results/ (METAROCE_BENCH_OUT), see scripts/bench
 bench:
 	scripts/bench
+
+# the report (KTAP, JUnit, matrix, pcaps) lands in
+# $(CONFORMANCE_OUT)/conformance; the guest's console next to it
+CONFORMANCE_OUT ?= $(or $(METAROCE_CONFORMANCE_OUT),$(CURDIR)/conformance-results)
+conformance: module
+	$(MAKE) -C tests/conformance/agent
+	$(if $(wildcard tests/conformance/Makefile),$(MAKE) -C tests/conformance)
+	flock /tmp/metaroce-vm.lock scripts/vm-run --timeout 900 --out $(CONFORMANCE_OUT) \
+		tests/conformance/run
+	@echo "conformance report: $(CONFORMANCE_OUT)/conformance"
 
 install: module
 	$(MAKE) $(KBUILD_ARGS) INSTALL_MOD_DIR=updates modules_install

@@ -81,6 +81,19 @@
 #          of the link for metaroce against 0.94-0.95 with the event-driven
 #          clients, same boot). Goodput at 1 % loss, uncongested: see the
 #          loss scenario.
+#   step   (opt-in for now) collective step time (issue 44):
+#          tests/tools/mrc_step, a verified ring all-reduce of STEP_SIZE
+#          per step over 4 ranks on 4 hosts, two behind each router of
+#          mp's ECMP fabric (4 x STEP_MBIT links), the ring crossing the
+#          fabric on every hop; metaroce and rxe (four init_net ends on
+#          the same routers). Per condition and provider one run of
+#          STEP_STEPS steps: lossless; 0.1 and 1 % random loss and bursty
+#          (METAROCE_BENCH_GEMODEL) loss on every host's incoming router
+#          port; the busiest link blackholed (both ways) a quarter of the
+#          provider's lossless run in; 8 mrc_verify WRITE streams from the
+#          other three hosts into rank 0's host throughout (8 -> 1 incast
+#          background: 4 hosts have 3 senders, not 8). Records the per-step
+#          times (p50/p99/max, CDF in report.py).
 #   perf   (opt-in) ib_write_lat / ib_send_lat as in lat, the client
 #          under `perf record -a -e cpu-clock` (the guest has no PMU; the
 #          software clock samples both vCPUs, connection set-up
@@ -155,6 +168,17 @@
 #                              sampled with the queue, as columns ctr_NAME of
 #                              the incast records (off by default: each costs
 #                              the guest a sysfs read per sample)
+#   METAROCE_BENCH_STEP_STEPS  step scenario: steps per run (default 500,
+#                              quick 30); _SIZE bytes per all-reduce (8M,
+#                              quick 1M); _SLICE bytes per transfer (512K);
+#                              _MBIT rate of each ECMP link (100); _CONDS
+#                              conditions (lossless,loss0.1,loss1,bursty,
+#                              fail,incast); _VERIFY check every K steps
+#                              (1); _WARMUP untimed steps first (2);
+#                              _QP_TIMEOUT QP timeout exponent (20,
+#                              NCCL's); _MAX_S a run ends after the step
+#                              that passes it (1800, quick 120); _TIMEOUT
+#                              per run in s (300 + 20/step)
 #   METAROCE_BENCH_PROF_TOP / _DUR  prof scenario: functions kept (40),
 #                              ib_write_bw seconds (3)
 #   METAROCE_BENCH_PERF_HZ / _TOP  perf scenario: sampling rate (2000 Hz),
@@ -1062,6 +1086,342 @@ scen_incast() {
 			inc_run "$n" "$v"
 		done
 	done
+	topo_cleanup
+}
+
+# --- scenario 7: collective step time (issue 44) -----------------------------------------
+# Four hosts over the ECMP fabric of mp: hostA and hostC behind rA, hostB
+# and hostD behind rB, 4 x STEP_MBIT links between the routers (QPKTS
+# packets of queue per link). The ring A -> B -> C -> D -> A puts every hop
+# across the fabric (two flows each way). rxe: rxa/rxc behind rA, rxb/rxd
+# behind rB (init_net, per-source policy routing, prefs and tables 112-115,
+# which topo_cleanup removes), ring rxe0 -> rxe1 -> rxe2 -> rxe3. Control:
+# veths hostA <-> hostB/C/D (mg0, mc0, md0); rxe over lo.
+STEP_HOSTS=(hostA hostB hostC hostD) STEP_MRC=(mrcA mrcB mrcC mrcD) STEP_RXE=(rxe0 rxe1 rxe2 rxe3)
+STEP_CTRL=('' 10.9.0.1 10.9.2.1 10.9.3.1)
+STEP_GID=() STEP_RXE_GID=()
+# host ports of each router, metaroce and rxe, where the loss conditions drop
+STEP_PORTS_A='ha hc rxha rxhc' STEP_PORTS_B='hb hd rxhb rxhd'
+if [ "$QUICK" = 1 ]; then
+	STEP_STEPS=${METAROCE_BENCH_STEP_STEPS:-30} STEP_SIZE=${METAROCE_BENCH_STEP_SIZE:-1M}
+	STEP_MAX_S=${METAROCE_BENCH_STEP_MAX_S:-120}
+else
+	STEP_STEPS=${METAROCE_BENCH_STEP_STEPS:-500} STEP_SIZE=${METAROCE_BENCH_STEP_SIZE:-8M}
+	STEP_MAX_S=${METAROCE_BENCH_STEP_MAX_S:-1800}
+fi
+STEP_MBIT=${METAROCE_BENCH_STEP_MBIT:-100} STEP_SLICE=${METAROCE_BENCH_STEP_SLICE:-512K}
+STEP_CONDS=${METAROCE_BENCH_STEP_CONDS:-lossless,loss0.1,loss1,bursty,fail,incast}
+STEP_VERIFY=${METAROCE_BENCH_STEP_VERIFY:-1} STEP_WARMUP=${METAROCE_BENCH_STEP_WARMUP:-2}
+# QP timeout exponent: NCCL's default (NCCL_IB_TIMEOUT 20, 4.3 s); rxe
+# waits that long for a lost tail (metaroce runs its own timers): at 1 %
+# loss a median 13.9 s per 1 MiB step in a quick run. With perftest's 14
+# (67 ms) the busy guest's rxe retransmitted ten times what it delivered and
+# failed at 0.1 % loss (remote invalid request), so 20 it is, and a run
+# ends after the step that passes STEP_MAX_S (capped: the steps done count)
+STEP_QP_TIMEOUT=${METAROCE_BENCH_STEP_QP_TIMEOUT:-20}
+STEP_INC_FLOWS=8 STEP_EV=/tmp/bench_stepev
+
+step_topo() {
+	local i
+	topo_cleanup
+	BENCH_MTU=''
+	rc_ecmp_setup --mtu 9000 --links "$MP_LINKS" --rate "${STEP_MBIT}mbit" --limit "$QPKTS" ||
+		{ echo "bench: ECMP fabric failed" >&2; return 1; }
+	_ipb - <<-EOF || return
+		netns add hostC
+		netns add hostD
+		link add $TOPO_DEV netns hostC mtu 9000 type veth peer name hc netns $ECMP_RA mtu 9000
+		link add $TOPO_DEV netns hostD mtu 9000 type veth peer name hd netns $ECMP_RB mtu 9000
+		link add mc0 netns $TOPO_A type veth peer name mc0 netns hostC
+		link add md0 netns $TOPO_A type veth peer name md0 netns hostD
+	EOF
+	_ipb "$TOPO_A" <<-EOF || return
+		addr add 10.9.2.1/24 dev mc0
+		addr add 10.9.3.1/24 dev md0
+		link set mc0 up
+		link set md0 up
+	EOF
+	for i in C D; do
+		local net=10.2.5 m=mc0 mip=10.9.2.2 r=$ECMP_RA
+		[ "$i" = C ] || net=10.2.6 m=md0 mip=10.9.3.2 r=$ECMP_RB
+		_ipb "host$i" <<-EOF || return
+			link set lo up
+			link set $TOPO_DEV up
+			link set $m up
+			addr add $net.1/24 dev $TOPO_DEV
+			addr add $mip/24 dev $m
+			route add 10.2.0.0/16 via $net.254
+		EOF
+		_ipb "$r" <<-EOF || return
+			addr add $net.254/24 dev h${i,}
+			link set h${i,} up
+		EOF
+		_ns_setup "host$i" || return
+	done
+	_ipb "$ECMP_RA" <<-EOF || return
+		route replace 10.2.6.0/24 $(_ecmp_nexthops 2)
+		route replace 10.2.8.0/24 $(_ecmp_nexthops 2)
+	EOF
+	_ipb "$ECMP_RB" <<-EOF || return
+		route replace 10.2.5.0/24 $(_ecmp_nexthops 1)
+		route replace 10.2.7.0/24 $(_ecmp_nexthops 1)
+	EOF
+	in_host hostC rdma link add mrcC type metaroce netdev "$TOPO_DEV" || return
+	in_host hostD rdma link add mrcD type metaroce netdev "$TOPO_DEV" || return
+	STEP_GID=("$GID_A" "$GID_B" '' '')
+	STEP_GID[2]=$(rxe_gid_index mrcC 10.2.5.1) && STEP_GID[3]=$(rxe_gid_index mrcD 10.2.6.1) || return
+	step_rxe || return
+	ecmp_fast_start
+}
+
+# rxe's four ends: ecmp_rxe_attach's rxa/rxb, then rxc/rxd and a routing
+# table per source address
+step_rxe() {
+	local i ip rip dev
+	ecmp_rxe_attach || { echo "bench: rxe on the ECMP fabric failed" >&2; return 1; }
+	_ipb - <<-EOF || return
+		link add rxc mtu 9000 type veth peer name rxhc netns $ECMP_RA mtu 9000
+		link add rxd mtu 9000 type veth peer name rxhd netns $ECMP_RB mtu 9000
+	EOF
+	_rxe_sysctls rxc rxd
+	_ipb "$ECMP_RA" <<-EOF || return
+		addr add 10.2.7.254/24 dev rxhc
+		link set rxhc up
+	EOF
+	_ipb "$ECMP_RB" <<-EOF || return
+		addr add 10.2.8.254/24 dev rxhd
+		link set rxhd up
+	EOF
+	_ns_setup "$ECMP_RA" && _ns_setup "$ECMP_RB" || return
+	for i in 0 1 2 3; do
+		ip=10.2.$((i + 3 + (i > 1) * 2)).1 dev=${RXE_A_DEV}
+		case $i in 1) dev=$RXE_B_DEV ;; 2) dev=rxc ;; 3) dev=rxd ;; esac
+		rip=${ip%.1}.254
+		echo "addr add $ip/24 dev $dev"
+		echo "link set $dev up"
+		echo "route add 10.2.0.0/16 via $rip dev $dev src $ip onlink table $((112 + i))"
+		echo "rule add pref $((112 + i)) iif lo from $ip lookup $((112 + i))"
+	done | grep -v -E 'dev rx[ab]$' | _ipb - || return
+	for i in 0 1 2 3; do
+		dev=$RXE_A_DEV
+		case $i in 1) dev=$RXE_B_DEV ;; 2) dev=rxc ;; 3) dev=rxd ;; esac
+		rxe_add "${STEP_RXE[i]}" "$dev" || return
+	done
+	STEP_RXE_GID=()
+	for i in 0 1 2 3; do
+		ip=10.2.$((i + 3 + (i > 1) * 2)).1
+		wait_for 10 rxe_gid_index "${STEP_RXE[i]}" "$ip"
+		STEP_RXE_GID[i]=$(rxe_gid_index "${STEP_RXE[i]}" "$ip") || return
+	done
+	wait_for 10 ping -c1 -W1 -I 10.2.8.1 10.2.3.1 ||
+		{ echo "bench: rxd cannot reach rxa" >&2; return 1; }
+}
+
+# step_netem NETEM: on every host port of both routers ("" clears)
+step_netem() {
+	local p
+	for p in $STEP_PORTS_A; do
+		echo "qdisc del dev $p root"
+		[ -z "$1" ] || echo "qdisc add dev $p root netem limit 100000 $1"
+	done | tc -n "$ECMP_RA" -force -batch - >/dev/null 2>&1
+	for p in $STEP_PORTS_B; do
+		echo "qdisc del dev $p root"
+		[ -z "$1" ] || echo "qdisc add dev $p root netem limit 100000 $1"
+	done | tc -n "$ECMP_RB" -force -batch - >/dev/null 2>&1
+	return 0
+}
+step_netem_drops() {
+	local p n=0
+	for p in $STEP_PORTS_A; do n=$((n + $(netem_stat "$ECMP_RA" "$p" dropped))); done
+	for p in $STEP_PORTS_B; do n=$((n + $(netem_stat "$ECMP_RB" "$p" dropped))); done
+	echo "$n"
+}
+
+# step_cmd PROV RANK: the command line of one rank (array STEP_C)
+step_cmd() {
+	local prov=$1 r=$2
+	if [ "$prov" = rxe ]; then
+		STEP_C=("$RC_REPO/tests/tools/mrc_step" -d "${STEP_RXE[r]}" -x "${STEP_RXE_GID[r]}")
+		[ "$r" = 0 ] || STEP_C+=(127.0.0.1)
+	else
+		STEP_C=(ip netns exec "${STEP_HOSTS[r]}" "$RC_REPO/tests/tools/mrc_step"
+			-d "${STEP_MRC[r]}" -x "${STEP_GID[r]}")
+		[ "$r" = 0 ] || STEP_C+=("${STEP_CTRL[r]}")
+	fi
+}
+
+# step_bg_start PROV / step_bg_stop: 8 -> 1 background, mrc_verify WRITE
+# streams of 64 KiB from hosts B, C, D (3 + 3 + 2 QPs) into host A
+STEP_BG=()
+step_bg_start() {
+	local prov=$1 i s src
+	STEP_BG=()
+	for ((i = 1; i <= STEP_INC_FLOWS; i++)); do
+		s=$((i % 3 + 1))
+		if [ "$prov" = rxe ]; then
+			timeout 3600 "$MRC_VERIFY" -d rxe0 -g "${STEP_RXE_GID[0]}" -p $((18600 + i)) \
+				>"/tmp/bench_stepbg.$i.srv" 2>&1 &
+			STEP_BG+=($!)
+			src=("$MRC_VERIFY" -d "${STEP_RXE[s]}" -g "${STEP_RXE_GID[s]}" -p $((18600 + i)))
+			src+=(--dir c2s --ops=write -q 1 -s 65536 -D 3000 127.0.0.1)
+		else
+			timeout 3600 ip netns exec "$TOPO_A" "$MRC_VERIFY" -d mrcA -g "${STEP_GID[0]}" \
+				-p $((18600 + i)) >"/tmp/bench_stepbg.$i.srv" 2>&1 &
+			STEP_BG+=($!)
+			src=(ip netns exec "${STEP_HOSTS[s]}" "$MRC_VERIFY" -d "${STEP_MRC[s]}" -g "${STEP_GID[s]}"
+				-p $((18600 + i)) --dir c2s --ops=write -q 1 -s 65536 -D 3000 "${STEP_CTRL[s]}")
+		fi
+		timeout 3600 "${src[@]}" >"/tmp/bench_stepbg.$i.cli" 2>&1 &
+		STEP_BG+=($!)
+	done
+	# the streams run before the ring starts
+	bsleep 3
+}
+step_bg_stop() {
+	local p
+	for p in "${STEP_BG[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${STEP_BG[@]}"; do wait "$p" 2>/dev/null; done
+	STEP_BG=()
+}
+
+# step_watch LOG AT_S: once rank 0 logged step 0's start, wait AT_S s, then
+# blackhole the link that carried the most bytes (both directions so far)
+step_watch() {
+	local log=$1 at=$2 b0 b1 a0 a1 i hot=1 best=-1 d t
+	until grep -q 'step 0 starts' "$log" 2>/dev/null; do bsleep 0.1; done
+	read -ra a0 <<<"$(ecmp_bytes ab) $(ecmp_bytes ba)"
+	bsleep "$at"
+	read -ra a1 <<<"$(ecmp_bytes ab) $(ecmp_bytes ba)"
+	for ((i = 0; i < MP_LINKS; i++)); do
+		b0=$((a1[i] - a0[i])) b1=$((a1[i + MP_LINKS] - a0[i + MP_LINKS]))
+		d=$((b0 + b1))
+		[ "$d" -le "$best" ] || { best=$d hot=$((i + 1)); }
+	done
+	t=$EPOCHREALTIME
+	ecmp_link_loss "$hot" 100
+	echo "E blackhole $t $hot" >>"$STEP_EV"
+}
+
+# step_run PROV LOG ARGS...: the 4 ranks; exit status of rank 0, else the
+# first failing rank's
+STEP_C=()
+step_run() {
+	local prov=$1 log=$2 r pids=() rc=0 st
+	shift 2
+	for ((r = 0; r < 4; r++)); do
+		step_cmd "$prov" "$r"
+		timeout "$STEP_TO" "${STEP_C[@]}" -N 4 -r "$r" "$@" >"$log.$r" 2>&1 &
+		pids[r]=$!
+		[ "$r" != 0 ] || bsleep 0.3
+	done
+	for ((r = 0; r < 4; r++)); do
+		st=0
+		wait "${pids[r]}" || st=$?
+		[ "$rc" != 0 ] || rc=$st
+	done
+	return "$rc"
+}
+
+# step_res FILE KEY: from rank 0's MRC_STEP_RESULT line
+step_res() {
+	local line w
+	line=$(grep -h '^MRC_STEP_RESULT' "$1" 2>/dev/null | tail -n 1)
+	for w in $line; do
+		case $w in "$2"=*) echo "${w#*=}"; return 0 ;; esac
+	done
+	return 1
+}
+
+# step_case COND PROV
+declare -gA STEP_LOSSLESS_S=()
+step_case() {
+	local cond=$1 prov=$2 net='' log=/tmp/bench_step wpid='' ev='{}' k kind t l rc=0 ts
+	local d i name us='' tss='' bg='' ok=0 line
+	# shellcheck disable=SC2034 # filled through namerefs
+	local -A c0 c1 sum=()
+	case $cond in
+	lossless | fail | incast) ;;
+	loss*) net="loss ${cond#loss}%" ;;
+	bursty) net="loss gemodel ${GEMODEL%,*}% ${GEMODEL#*,}%" ;;
+	*) echo "bench: unknown step condition $cond" >&2; return 1 ;;
+	esac
+	step_netem "$net"
+	rm -f "$log".* /tmp/bench_step.csv
+	: >"$STEP_EV"
+	[ "$cond" != incast ] || step_bg_start "$prov"
+	if [ "$cond" = fail ]; then
+		# a quarter into the run (the provider's lossless run's length)
+		t=${STEP_LOSSLESS_S[$prov]:-20}
+		t=$(awk -v t="$t" 'BEGIN { printf "%.1f", t / 4 < 1 ? 1 : t / 4 }')
+		step_watch "$log.0" "$t" &
+		wpid=$!
+	fi
+	rc_snap_all c0
+	ts=$EPOCHREALTIME
+	step_run "$prov" "$log" -s "$STEP_SIZE" -S "$STEP_SLICE" -n "$STEP_STEPS" -w "$STEP_WARMUP" \
+		-k "$STEP_VERIFY" -t "$STEP_QP_TIMEOUT" --max-time "$STEP_MAX_S" -C /tmp/bench_step.csv \
+		--stall 60 || rc=$?
+	rc_snap_all c1
+	if [ -n "$wpid" ]; then
+		kill "$wpid" 2>/dev/null
+		wait "$wpid" 2>/dev/null
+	fi
+	while read -r k kind t l; do
+		[ "$k" = E ] || continue
+		ecmp_link_loss "$l" 0
+		ev="{\"kind\":\"$kind\",\"t_real\":$t,\"link\":$l}"
+	done <"$STEP_EV"
+	if [ "$cond" = incast ]; then
+		step_bg_stop
+		for ((i = 1; i <= STEP_INC_FLOWS; i++)); do
+			line=$(grep -c -E 'ERROR|FATAL' "/tmp/bench_stepbg.$i.cli" "/tmp/bench_stepbg.$i.srv" 2>/dev/null | awk -F: '{ s += $2 } END { print s + 0 }')
+			[ "$line" != 0 ] || ok=$((ok + 1))
+		done
+		bg="\"background\":{\"flows\":$STEP_INC_FLOWS,\"without_errors\":$ok},"
+	fi
+	local drops
+	drops=$(step_netem_drops)
+	step_netem ''
+	# counters of the provider's four devices, summed
+	for k in "${!c1[@]}"; do
+		d=${k%%:*} name=${k#*:}
+		case $name in rtt_* | lifespan) continue ;; esac
+		case " ${STEP_MRC[*]} ${STEP_RXE[*]} " in *" $d "*) ;; *) continue ;; esac
+		if [ "$prov" = rxe ]; then [[ $d == rxe* ]] || continue; else [[ $d == mrc* ]] || continue; fi
+		sum[$name]=$((${sum[$name]:-0} + ${c1[$k]} - ${c0[$k]:-0}))
+	done
+	local cs=''
+	for k in "${!sum[@]}"; do [ "${sum[$k]}" = 0 ] || cs+="${cs:+,}\"$k\":${sum[$k]}"; done
+	if [ -f /tmp/bench_step.csv ]; then
+		us=$(awk -F, 'NR > 1 { printf "%s%s", (NR > 2 ? "," : ""), $2 }' /tmp/bench_step.csv)
+		tss=$(awk -F, 'NR > 1 { printf "%s%s", (NR > 2 ? "," : ""), $6 }' /tmp/bench_step.csv)
+	fi
+	local rf=$log.0 st fields=''
+	st=$(step_res "$rf" status) || st=none
+	[ "$cond" != lossless ] || [ "$st" != PASS ] || STEP_LOSSLESS_S[$prov]=$(step_res "$rf" elapsed_s)
+	for k in warmup steps timed capped verified bad min_us p50_us p90_us p99_us max_us mean_us algbw_mbps elapsed_s t0_real; do
+		fields+=",\"$k\":$(jnum "$(step_res "$rf" "$k")")"
+	done
+	[ "$st" = PASS ] ||
+		fields+=",\"error\":$(jstr "$(grep -h -E 'ERROR' "$log".[0-3] 2>/dev/null | head -n 4 | tr -s '\n\t' '  ')")"
+	bench_record "\"scen\":\"step\",\"cond\":\"$cond\",\"prov\":\"$prov\",\"ranks\":4,\"size\":$(jstr "$STEP_SIZE"),\"slice\":$(jstr "$STEP_SLICE"),\"steps_req\":$STEP_STEPS,\"links\":$MP_LINKS,\"link_mbit\":$STEP_MBIT,\"mtu\":9000,\"netem\":$(jstr "$net"),\"netem_dropped\":$drops,\"event\":$ev,$bg\"rc\":$rc,\"status\":$(jstr "$st")$fields,\"counters\":{$cs},\"step_us\":[$us],\"step_t_s\":[$tss],\"wall_s\":$(since "$ts")"
+	printf '  %-8s %-8s %s: p50 %s us, p99 %s us, max %s us (%s steps, %s verified, exit %s, %ss)\n' "$prov" "$cond" "$st" \
+		"$(step_res "$rf" p50_us)" "$(step_res "$rf" p99_us)" "$(step_res "$rf" max_us)" "$(step_res "$rf" timed)" \
+		"$(step_res "$rf" verified)" "$rc" "$(since "$ts")"
+}
+
+scen_step() {
+	local c prov
+	STEP_TO=${METAROCE_BENCH_STEP_TIMEOUT:-$((300 + STEP_STEPS * 20))}
+	step_topo || return
+	for c in ${STEP_CONDS//,/ }; do
+		say "step: ring all-reduce of $STEP_SIZE, 4 ranks over $MP_LINKS x $STEP_MBIT Mbit/s ECMP, $STEP_STEPS steps: $c"
+		prov_order
+		for prov in "${ORDER[@]}"; do
+			step_case "$c" "$prov"
+		done
+	done
+	ecmp_fast_stop
 	topo_cleanup
 }
 

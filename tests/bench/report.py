@@ -913,6 +913,141 @@ def incast_details(inc):
     return rows
 
 
+# --- scenario 7: collective step time (issue 44) ------------------------------
+# p50 / p99 / max of the per-step time of the ring all-reduce, per condition
+# and provider; targets (metaroce): p99 at 1 % loss <= 1.2 x lossless p99;
+# no step over 3 x lossless p99 when a link dies
+STEP_CONDS = ("lossless", "loss0.1", "loss1", "bursty", "fail", "incast")
+STEP_P99_TARGET = {"loss1": 1.2}
+STEP_FAIL_MAX = 3.0
+
+
+def step_cond_label(c):
+    return {"lossless": "lossless", "loss0.1": "0.1 % random loss", "loss1": "1 % random loss",
+            "bursty": "bursty loss (Gilbert-Elliott)", "fail": "busiest of 4 ECMP links dies",
+            "incast": "8 -> 1 incast background"}.get(c, c)
+
+
+def summarize_step(runs):
+    out = {"conds": {}, "size": None, "links": None, "link_mbit": None, "steps_req": None}
+    for r in runs:
+        out["size"], out["links"] = r.get("size"), r.get("links")
+        out["link_mbit"], out["steps_req"] = r.get("link_mbit"), r.get("steps_req")
+        c = out["conds"].setdefault(r["cond"], {})
+        # one run per condition and provider; a repeated one replaces it
+        c[r["prov"]] = {k: r.get(k) for k in ("status", "steps", "timed", "warmup", "capped", "verified", "bad", "p50_us", "p90_us",
+                                               "p99_us", "max_us", "mean_us", "algbw_mbps", "elapsed_s",
+                                               "netem_dropped", "event", "background", "error")}
+        c[r["prov"]]["ok"] = r.get("status") == "PASS"
+    for prov in PROVS:
+        base = out["conds"].get("lossless", {}).get(prov)
+        b99 = base["p99_us"] if base and base["ok"] else None
+        for c in out["conds"].values():
+            v = c.get(prov)
+            if v:
+                v["p99_ratio"] = v["p99_us"] / b99 if b99 and v.get("p99_us") else None
+                v["max_ratio"] = v["max_us"] / b99 if b99 and v.get("max_us") else None
+    return out
+
+
+def step_cell(v):
+    if not v:
+        return "n/a"
+    if not v.get("p50_us"):
+        return f"failed ({v.get('timed', v.get('steps')) or 0} steps)"
+    cell = f"{v['p50_us'] / 1000:.1f} / {v['p99_us'] / 1000:.1f} / {v['max_us'] / 1000:.1f} ms"
+    if v.get("capped"):
+        cell += f" (capped: {v.get('timed')} steps)"
+    if not v["ok"]:
+        cell += f" (**{v.get('status')}** after {v.get('timed', v.get('steps'))} steps)"
+    return cell
+
+
+def step_ratio(v, key):
+    return fmt(v.get(key), 2) if v and v.get(key) else "n/a"
+
+
+def step_rows(st):
+    rows = []
+    scen = (f"step: ring all-reduce of {st['size']}, 4 ranks, {st['links']} x {st['link_mbit']} Mbit/s ECMP, "
+            f"{st['steps_req']} steps")
+    conds = [c for c in STEP_CONDS if c in st["conds"]] + sorted(set(st["conds"]) - set(STEP_CONDS))
+    for c in conds:
+        m, x = st["conds"][c].get("metaroce"), st["conds"][c].get("rxe")
+        rows.append([scen, f"{step_cond_label(c)}: step time p50 / p99 / max", step_cell(m), step_cell(x), "-", "-"])
+        if c == "lossless":
+            continue
+        tgt, res = "-", "-"
+        if c in STEP_P99_TARGET:
+            t = STEP_P99_TARGET[c]
+            tgt = f"metaroce <= {t:g}"
+            ok = bool(m and m["ok"] and m.get("p99_ratio") is not None and m["p99_ratio"] <= t)
+            res = verdict(ok, m.get("p99_ratio") if m else None)
+        rows.append([scen, f"{step_cond_label(c)}: p99 / lossless p99", step_ratio(m, "p99_ratio"),
+                     step_ratio(x, "p99_ratio"), tgt, res])
+        if c == "fail":
+            ok = bool(m and m["ok"] and m.get("max_ratio") is not None and m["max_ratio"] <= STEP_FAIL_MAX)
+            rows.append([scen, f"{step_cond_label(c)}: slowest step / lossless p99", step_ratio(m, "max_ratio"),
+                         step_ratio(x, "max_ratio"), f"metaroce <= {STEP_FAIL_MAX:g}",
+                         verdict(ok, m.get("max_ratio") if m else None)])
+    return rows
+
+
+def step_details(runs):
+    out = []
+    keys = ("retransmitted_packets", "rto_events", "tail_loss_probes", "rack_losses", "path_switches",
+            "entropies_retired", "retry_exceeded", "rcvd_seq_err", "retry_exceeded_err", "send_err")
+    for r in runs:
+        ev = r.get("event") or {}
+        evs = f"l{ev['link']}" if ev.get("link") else "-"
+        if ev.get("link") and r.get("t0_real"):
+            evs += f" at {ev['t_real'] - r['t0_real']:.1f} s"
+        bg = r.get("background") or {}
+        ctr = r.get("counters") or {}
+        mean = r.get("mean_us")
+        steps = r.get("steps") if r.get("timed") is None else f"{r.get('timed')} + {r.get('warmup')} warm-up"
+        out.append([step_cond_label(r["cond"]), r["prov"], r.get("status"), steps, r.get("verified"),
+                    r.get("bad"), fmt(mean / 1000 if mean else None, 1), fmt(r.get("algbw_mbps"), 1),
+                    r.get("netem_dropped"), evs,
+                    f"{bg.get('without_errors')}/{bg.get('flows')}" if bg else "-",
+                    ", ".join(f"{k} {ctr[k]}" for k in keys if ctr.get(k)) or "-",
+                    (r.get("error") or "")[:200].replace("|", "/")])
+    return out
+
+
+def plot_step(plt, runs, outdir, colors):
+    conds = [c for c in STEP_CONDS if any(r["cond"] == c for r in runs)]
+    if not conds:
+        return None
+    fig, axs = plt.subplots(1, len(PROVS), figsize=(11, 4.5), sharey=True, squeeze=False)
+    cmap = plt.get_cmap("tab10")
+    for j, prov in enumerate(PROVS):
+        ax = axs[0][j]
+        for i, c in enumerate(conds):
+            r = next((r for r in runs if r["cond"] == c and r["prov"] == prov and r.get("step_us")), None)
+            if not r:
+                continue
+            xs = sorted(v / 1000 for v in r["step_us"])
+            ys = [(k + 1) / len(xs) for k in range(len(xs))]
+            ax.step(xs, ys, where="post", color=cmap(i), label=step_cond_label(c)
+                    + ("" if r.get("status") == "PASS" else f" ({r.get('status')})"))
+        ax.set_xscale("log")
+        ax.set_xlabel("step time (ms, log scale)")
+        ax.set_title(prov, fontsize=9, color=colors.get(prov))
+        ax.grid(True, alpha=0.3)
+        ax.axhline(0.99, color="gray", lw=0.8, ls=":")
+        if j == 0:
+            ax.set_ylabel("fraction of steps")
+        ax.legend(fontsize=7, loc="lower right")
+    r0 = runs[0]
+    fig.suptitle(f"ring all-reduce of {r0.get('size')} over 4 ranks, {r0.get('links')} x {r0.get('link_mbit')} "
+                 "Mbit/s ECMP: CDF of the per-step time (dotted: p99)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "step_cdf.png"), dpi=110)
+    plt.close(fig)
+    return "step_cdf.png"
+
+
 # --- render ------------------------------------------------------------------
 def md_table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
@@ -967,6 +1102,8 @@ def run_case(r):
         return f"outage {r.get('outage_ms')} ms (run {r.get('rep')})"
     if s == "mp":
         return f"{r.get('case')} (run {r.get('rep')})"
+    if s == "step":
+        return r.get("cond")
     return f"run {r.get('rep')}"
 
 
@@ -1039,7 +1176,10 @@ def cmd_render(args):
     if by("incast"):
         summary["incast"] = summarize_incast(by("incast"), by("incast_ping"))
         rows += incast_rows(summary["incast"])
-    known = {"loss", "ops", "ops_lat", "eff", "lat", "recov", "mp", "incast", "incast_ping", "prof", "perf"}
+    if by("step"):
+        summary["step"] = summarize_step(by("step"))
+        rows += step_rows(summary["step"])
+    known = {"loss", "ops", "ops_lat", "eff", "lat", "recov", "mp", "incast", "incast_ping", "prof", "perf", "step"}
     other = sorted({r.get("scen") for r in runs} - known)
     targets = [r for r in rows if r[4] != "-"]
     summary["targets"] = {"total": len(targets), "pass": sum(1 for r in targets if "pass" in r[5]),
@@ -1171,6 +1311,20 @@ def cmd_render(args):
                    "iterations over a window."]
         md += ["", "Goodput at 1 % random loss on an uncongested link (>= 0.95 of lossless in issue 7) is the "
                "loss scenario's \"1 % on data\" row, not repeated here."]
+    if "step" in summary:
+        md += ["", "## Collective step time (step)", "",
+               "tests/tools/mrc_step: a ring all-reduce (reduce-scatter, then all-gather: 2 x 3 chunk transfers "
+               "per rank and step, in slices, each an RDMA_WRITE_WITH_IMM into a staging buffer the receiver "
+               "cleared with a CTS write) over hosts A -> B -> C -> D -> A, every hop across the ECMP fabric; "
+               "every step's result checked on every rank (verified = steps checked). Step time = from the "
+               "first rank's start after the barrier to the last rank's end. Loss: netem on every host's "
+               "incoming router port (data, CTS and ACKs alike); drops = netem's. Failure: the link that "
+               "carried the most bytes is blackholed both ways a quarter of the provider's lossless run in "
+               "(time after step 0's start). Incast: 8 mrc_verify WRITE streams from B, C and D into A for the "
+               "whole run (there are 3 other hosts, not 8); background = flows without an error.", ""]
+        md.append(md_table(["condition", "provider", "status", "steps", "verified", "wrong elements",
+                            "mean ms", "algbw Mbit/s", "netem drops", "link failed", "background", "counters",
+                            "error"], step_details(by("step"))))
     if by("prof"):
         md += ["", "## Function profile (prof)", "",
                "function_graph tracer restricted to the provider's module and shared network and timer "
@@ -1276,6 +1430,10 @@ def make_plots(summary, by, outdir):
         fig.savefig(os.path.join(outdir, name), dpi=110)
         plt.close(fig)
         files.append(name)
+    if by("step"):
+        f = plot_step(plt, by("step"), outdir, colors)
+        if f:
+            files.append(f)
     if "ops" in summary:
         f = plot_ops(plt, summary["ops"], outdir)
         if f:

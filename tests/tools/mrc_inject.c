@@ -8,15 +8,19 @@
  * are well formed unless asked otherwise), checks each with
  * mrc_wire_parse(), and sends them to IP:4792, either from an ordinary UDP
  * socket (any source port, the host's own address: a peer-host user) or,
- * with --raw, from a raw IPv4 socket that writes the IP and UDP headers
- * itself (a spoofed source address and port, TTL, DSCP/ECN, a zero or
- * wrong UDP checksum).
+ * with --raw, from a raw IPv4 or IPv6 socket that writes the IP and UDP
+ * headers itself (a spoofed source address and port, TTL or hop limit,
+ * DSCP/ECN or traffic class, a zero or wrong UDP checksum).  --dst picks
+ * the family: an IPv6 address sends over IPv6, where a zero UDP checksum
+ * is not allowed (RFC 8200; spec MRC-TRN-6) and so is what --udp-csum zero
+ * tests.
  *
  * PSNs: --psn N, or --psn-rel R from a base: --base N, or --learn IFACE,
- * which sniffs IFACE for the ACKs of the connection and takes the
- * cumulative PSN of the newest one as the base, again before every
- * packet (with --base too, that is the base until an ACK is seen; alone,
- * no ACK within --learn-wait is an error, exit status 3):
+ * which sniffs IFACE for the ACKs of the connection (over --dst's IP
+ * version) and takes the cumulative PSN of the newest one as the base,
+ * again before every packet (with --base too, that is the base until an
+ * ACK is seen; alone, no ACK within --learn-wait is an error, exit
+ * status 3):
  *   - for a request (any --op but ack), the ACKs the victim (--dst,
  *     QP --dqpn) sends to its peer (QP --sqpn): base = the victim's
  *     receive PSN (rcv_nxt), so --psn-rel -1 is just below it;
@@ -86,7 +90,9 @@ static const struct name_val syn_names[] = {
 
 static struct {
 	struct in_addr dst, src;
+	struct in6_addr dst6, src6;	/* if v6 */
 	bool have_dst, have_src, raw, allow_init_ns, force, garbage;
+	bool v6, src_v6;
 	unsigned int dport, sport, sport_span, ttl, dscp, ecn;
 	enum { CSUM_OK, CSUM_ZERO, CSUM_BAD } csum;
 	const char *learn_if;
@@ -179,13 +185,16 @@ static unsigned int default_flags(unsigned int op)
 static const char help_text[] =
 "usage: mrc_inject --dst IP --op OP --dqpn N --sqpn N [options]\n"
 "target:\n"
-"  --dst IP             victim IPv4 address (required)\n"
+"  --dst IP             victim IPv4 or IPv6 address (required)\n"
 "  --dport N            UDP port (%u)\n"
 "  --src IP             UDP: local address to bind; --raw: source to write\n"
+"                       (of --dst's family)\n"
 "  --sport N            source port (UDP: bind; raw: header; default: any)\n"
 "  --sport-span N       raw: source port cycles over N values from --sport\n"
-"  --raw                raw IPv4 socket (IP_HDRINCL): spoofing, --udp-csum\n"
-"  --ttl N  --dscp N  --ecn N  --ce (ECN CE = --ecn 3)\n"
+"  --raw                raw IPv4/IPv6 socket (IPPROTO_RAW: the headers are\n"
+"                       ours): spoofing, --udp-csum\n"
+"  --ttl N  --dscp N  --ecn N  --ce (ECN CE = --ecn 3)  (IPv6: hop limit,\n"
+"                       traffic class)\n"
 "  --udp-csum ok|zero|bad   raw only (ok)\n"
 "header:\n"
 "  --op OP              send|write|read_req|atomic_cs|atomic_fa|ud_send|\n"
@@ -279,10 +288,16 @@ static const struct option lopts[] = {
 	{ NULL, 0, 0, 0 }
 };
 
-static void parse_addr(const char *s, struct in_addr *a, const char *what)
+/* an IPv4 address into @a or an IPv6 one into @a6; *@v6 says which */
+static void parse_addr(const char *s, struct in_addr *a, struct in6_addr *a6,
+		       bool *v6, const char *what)
 {
-	if (inet_pton(AF_INET, s, a) != 1)
-		die("bad %s (an IPv4 address): %s", what, s);
+	*v6 = false;
+	if (inet_pton(AF_INET, s, a) == 1)
+		return;
+	*v6 = true;
+	if (inet_pton(AF_INET6, s, a6) != 1)
+		die("bad %s (an IPv4 or IPv6 address): %s", what, s);
 }
 
 static void parse_corrupt(const char *s)
@@ -404,14 +419,14 @@ static void parse_args(int argc, char **argv)
 			continue;
 		switch (c) {
 		case O_DST:
-			parse_addr(optarg, &O.dst, "--dst");
+			parse_addr(optarg, &O.dst, &O.dst6, &O.v6, "--dst");
 			O.have_dst = true;
 			break;
 		case O_DPORT:
 			O.dport = num(optarg, 65535, "--dport");
 			break;
 		case O_SRC:
-			parse_addr(optarg, &O.src, "--src");
+			parse_addr(optarg, &O.src, &O.src6, &O.src_v6, "--src");
 			O.have_src = true;
 			break;
 		case O_SPORT:
@@ -538,6 +553,8 @@ static void parse_args(int argc, char **argv)
 		usage(2);
 	if (!O.have_dst || !H.op)
 		die("--dst and --op are required (--help)");
+	if (O.have_src && O.src_v6 != O.v6)
+		die("--src and --dst: not of one IP version");
 }
 
 /* the header of every packet; PSN and timestamps are set per packet */
@@ -624,57 +641,119 @@ static u32 build_template(void)
 
 static int tx_fd = -1;
 static u16 own_sport;	/* our UDP socket's port (ignored by --learn) */
+static union {
+	struct sockaddr sa;
+	struct sockaddr_in v4;
+	struct sockaddr_in6 v6;
+} to;			/* where every packet goes */
+static socklen_t to_len;
+
+/* a raw socket; IPPROTO_RAW: we write the IP header (IP_HDRINCL) */
+static void open_raw(void)
+{
+	tx_fd = socket(O.v6 ? AF_INET6 : AF_INET, SOCK_RAW, IPPROTO_RAW);
+	if (tx_fd < 0)
+		die("raw socket: %s (needs CAP_NET_RAW)", strerror(errno));
+	/* without --src: the address the route to --dst would use */
+	if (!O.have_src && O.v6)
+		O.src6 = mrc_route_src6(&O.dst6, O.dport);
+	else if (!O.have_src)
+		O.src = mrc_route_src(O.dst, O.dport);
+	if (!O.sport)
+		O.sport = 49152 + rnd() % 16384;
+	own_sport = O.sport;
+}
+
+/* an ordinary UDP socket: the kernel writes the headers */
+static void open_udp(void)
+{
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} me = { 0 };
+	socklen_t sl = O.v6 ? sizeof(me.v6) : sizeof(me.v4);
+	int tos = O.dscp << 2 | O.ecn, ttl = O.ttl, err;
+	char s[INET6_ADDRSTRLEN] = "";
+
+	tx_fd = socket(O.v6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0);
+	if (tx_fd < 0)
+		die("socket: %s", strerror(errno));
+	if (O.v6) {
+		err = setsockopt(tx_fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &ttl,
+				 sizeof(ttl)) ||
+		      setsockopt(tx_fd, IPPROTO_IPV6, IPV6_TCLASS, &tos,
+				 sizeof(tos));
+		me.v6.sin6_family = AF_INET6;
+		me.v6.sin6_addr = O.have_src ? O.src6 : in6addr_any;
+		me.v6.sin6_port = htons(O.sport);
+	} else {
+		err = setsockopt(tx_fd, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl)) ||
+		      setsockopt(tx_fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+		me.v4.sin_family = AF_INET;
+		if (O.have_src)
+			me.v4.sin_addr = O.src;
+		me.v4.sin_port = htons(O.sport);
+	}
+	if (err)
+		die("setsockopt: %s", strerror(errno));
+	if (bind(tx_fd, &me.sa, sl) || getsockname(tx_fd, &me.sa, &sl)) {
+		if (O.have_src)
+			inet_ntop(O.v6 ? AF_INET6 : AF_INET,
+				  O.v6 ? (void *)&O.src6 : (void *)&O.src, s,
+				  sizeof(s));
+		die("bind %s port %u: %s", s, O.sport, strerror(errno));
+	}
+	own_sport = ntohs(O.v6 ? me.v6.sin6_port : me.v4.sin_port);
+}
 
 static void open_tx(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sa);
-	int tos = O.dscp << 2 | O.ecn, ttl = O.ttl;
-
-	if (O.raw) {
-		/* IPPROTO_RAW: we write the IP header (IP_HDRINCL) */
-		tx_fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
-		if (tx_fd < 0)
-			die("raw socket: %s (needs CAP_NET_RAW)", strerror(errno));
-		/* without --src: the address the route to --dst would use */
-		if (!O.have_src)
-			O.src = mrc_route_src(O.dst, O.dport);
-		if (!O.sport)
-			O.sport = 49152 + rnd() % 16384;
-		own_sport = O.sport;
-		return;
+	/* a raw socket's "port" is the protocol: 0 for the socket's own */
+	if (O.v6) {
+		to.v6.sin6_family = AF_INET6;
+		to.v6.sin6_addr = O.dst6;
+		to.v6.sin6_port = O.raw ? 0 : htons(O.dport);
+		to_len = sizeof(to.v6);
+	} else {
+		to.v4.sin_family = AF_INET;
+		to.v4.sin_addr = O.dst;
+		to.v4.sin_port = O.raw ? 0 : htons(O.dport);
+		to_len = sizeof(to.v4);
 	}
-	tx_fd = socket(AF_INET, SOCK_DGRAM, 0);
-	if (tx_fd < 0)
-		die("socket: %s", strerror(errno));
-	if (setsockopt(tx_fd, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl)) ||
-	    setsockopt(tx_fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos)))
-		die("setsockopt: %s", strerror(errno));
-	if (O.have_src)
-		sa.sin_addr = O.src;
-	sa.sin_port = htons(O.sport);
-	if (bind(tx_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    getsockname(tx_fd, (struct sockaddr *)&sa, &sl))
-		die("bind %s:%u: %s", inet_ntoa(sa.sin_addr), O.sport,
-		    strerror(errno));
-	own_sport = ntohs(sa.sin_port);
+	if (O.raw)
+		open_raw();
+	else
+		open_udp();
 }
 
-/* IPv4 + UDP headers in front of the datagram; returns the frame length */
+/*
+ * IP + UDP headers in front of the datagram, the UDP checksum as --udp-csum
+ * asks; returns the frame length
+ */
 static size_t raw_frame(u8 *frame, const u8 *dg, size_t len,
 			u16 sport)
 {
-	struct udphdr *uh = (struct udphdr *)(frame + sizeof(struct iphdr));
+	size_t hlen = O.v6 ? MRC_FRAME6_HDR : MRC_FRAME_HDR;
+	struct udphdr *uh = (struct udphdr *)(frame + hlen - sizeof(*uh));
 	struct mrc_raw_hdr h = {
 		.src = O.src, .dst = O.dst, .sport = sport, .dport = O.dport,
 		.tos = O.dscp << 2 | O.ecn, .ttl = O.ttl,
 	};
+	struct mrc_raw6_hdr h6 = {
+		.src = O.src6, .dst = O.dst6, .sport = sport, .dport = O.dport,
+		.tclass = O.dscp << 2 | O.ecn, .hlim = O.ttl,
+	};
 	size_t flen;
 	u16 sum;
 
-	h.id = rnd();
-	memcpy(frame + MRC_FRAME_HDR, dg, len);
-	flen = mrc_raw_frame(frame, len, &h);
+	memcpy(frame + hlen, dg, len);
+	if (O.v6) {
+		flen = mrc_raw_frame6(frame, len, &h6);
+	} else {
+		h.id = rnd();
+		flen = mrc_raw_frame(frame, len, &h);
+	}
 	sum = ntohs(uh->check);
 	if (O.csum == CSUM_ZERO)
 		sum = 0;
@@ -686,20 +765,17 @@ static size_t raw_frame(u8 *frame, const u8 *dg, size_t len,
 
 static int send_one(const u8 *dg, size_t len, u64 i)
 {
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr = O.dst,
-				  .sin_port = htons(O.dport) };
 	static u8 frame[MAX_DGRAM + 64];
 	u16 sport = O.sport;
 	ssize_t r;
 
 	if (!O.raw) {
-		r = sendto(tx_fd, dg, len, 0, (struct sockaddr *)&to, sizeof(to));
+		r = sendto(tx_fd, dg, len, 0, &to.sa, to_len);
 	} else {
 		if (O.sport_span)
 			sport = O.sport + i % O.sport_span;
-		to.sin_port = 0;
 		r = sendto(tx_fd, frame, raw_frame(frame, dg, len, sport), 0,
-			   (struct sockaddr *)&to, sizeof(to));
+			   &to.sa, to_len);
 	}
 	if (r < 0) {
 		if (O.verbose)
@@ -715,29 +791,55 @@ static int learn_fd = -1;
 static u32 learned_base;
 static u64 learned;
 
+/*
+ * The UDP datagram @uh (@len bytes from it) as an ACK to learn from into
+ * @a: to --dport, not from our own port
+ */
+static bool learn_udp(const struct udphdr *uh, size_t len, struct mrc_pkt *a)
+{
+	if (len < sizeof(*uh) || ntohs(uh->dest) != O.dport ||
+	    ntohs(uh->source) == own_sport)
+		return false;
+	len -= sizeof(*uh);
+	if (ntohs(uh->len) >= sizeof(*uh) && ntohs(uh->len) - sizeof(*uh) < len)
+		len = ntohs(uh->len) - sizeof(*uh);
+	return mrc_parse_ack(uh + 1, len, a);
+}
+
 /* one sniffed IPv4 frame: an ACK of this connection moves the base */
 static void learn_frame(const u8 *f, size_t len)
 {
 	const struct iphdr *ip = (const struct iphdr *)f;
-	const struct udphdr *uh;
 	struct mrc_pkt a;
 	size_t ihl;
 
-	if (len < sizeof(*ip) || ip->version != 4 || ip->protocol != IPPROTO_UDP)
+	if (O.v6 || len < sizeof(*ip) || ip->version != 4 ||
+	    ip->protocol != IPPROTO_UDP)
 		return;
 	ihl = ip->ihl * 4u;
-	if (ihl < sizeof(*ip) || len < ihl + sizeof(*uh) ||
+	if (ihl < sizeof(*ip) || len < ihl ||
 	    (ntohs(ip->frag_off) & (IP_MF | IP_OFFMASK)))
 		return;
-	uh = (const struct udphdr *)(f + ihl);
-	if (ntohs(uh->dest) != O.dport || ntohs(uh->source) == own_sport)
-		return;
-	len -= ihl + sizeof(*uh);
-	if (ntohs(uh->len) >= sizeof(*uh) && ntohs(uh->len) - sizeof(*uh) < len)
-		len = ntohs(uh->len) - sizeof(*uh);
 	/* an ACK op: the peer's ACKs to the victim; else the victim's */
-	if (!mrc_parse_ack(uh + 1, len, &a) ||
+	if (!learn_udp((const struct udphdr *)(f + ihl), len - ihl, &a) ||
 	    !mrc_ack_of(ip, &a, O.dst, H.dqpn, H.sqpn, H.op != MRC_OP_ACK))
+		return;
+	mrc_learn_psn(&learned_base, &learned, a.psn);
+}
+
+/* the same for IPv6: UDP right after the fixed header (no extensions) */
+static void learn_frame6(const u8 *f, size_t len)
+{
+	const struct ip6_hdr *ip6 = (const struct ip6_hdr *)f;
+	struct mrc_pkt a;
+
+	if (!O.v6 || len < sizeof(*ip6) || (ip6->ip6_vfc >> 4) != 6 ||
+	    ip6->ip6_nxt != IPPROTO_UDP)
+		return;
+	if (!learn_udp((const struct udphdr *)(ip6 + 1), len - sizeof(*ip6),
+		       &a) ||
+	    !mrc_ack_of6(ip6, &a, &O.dst6, H.dqpn, H.sqpn,
+			 H.op != MRC_OP_ACK))
 		return;
 	mrc_learn_psn(&learned_base, &learned, a.psn);
 }
@@ -757,9 +859,12 @@ static void learn_poll(unsigned int wait_ms)
 		r = recvfrom(learn_fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC,
 			     (struct sockaddr *)&from, &fl);
 		if (r >= 0) {
+			if ((size_t)r > sizeof(buf))
+				r = sizeof(buf);
 			if (from.sll_protocol == htons(ETH_P_IP))
-				learn_frame(buf, (size_t)r < sizeof(buf) ?
-					    (size_t)r : sizeof(buf));
+				learn_frame(buf, r);
+			else if (from.sll_protocol == htons(ETH_P_IPV6))
+				learn_frame6(buf, r);
 			/* a busy link: do not starve the sending */
 			if (++n < 100000)
 				continue;
@@ -860,7 +965,10 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv);
 	mrc_check_netns(O.allow_init_ns);
-	mrc_check_dst(O.dst);
+	if (O.v6)
+		mrc_check_dst6(&O.dst6);
+	else
+		mrc_check_dst(O.dst);
 	pay = build_template();
 	hdr_len = mrc_wire_hdr_len(P.opcode, P.flags, P.ack.sack_words);
 	malformed = O.garbage || O.ncorrupt || O.truncate >= 0;

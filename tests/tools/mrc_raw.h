@@ -3,8 +3,9 @@
  * mrc_raw.h: what mrc_inject and mrc_wirefuzz share, the two test tools
  * that put MetaRoCE packets on the wire by hand: error exit, clocks, the
  * splitmix64 stream, number options, the network namespace and --dst
- * checks, IPv4 + UDP headers for a raw socket, and the packet socket and
- * ACK matching that learn the live PSNs.  Static inline, header only.
+ * checks, IPv4 or IPv6 + UDP headers for a raw socket, and the packet
+ * socket and ACK matching that learn the live PSNs.  Static inline, header
+ * only.
  *
  * Define MRC_TOOL (the tool's name, a string literal: the prefix of its
  * messages) before including it.
@@ -20,6 +21,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
+#include <netinet/ip6.h>
 #include <netinet/udp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -38,6 +40,7 @@
 #endif
 
 #define MRC_FRAME_HDR	(sizeof(struct iphdr) + sizeof(struct udphdr))
+#define MRC_FRAME6_HDR	(sizeof(struct ip6_hdr) + sizeof(struct udphdr))
 
 /* mrc_wire_parse() and receiver drop reasons, by enum mrc_drop */
 static const char *const mrc_drop_name[MRC_DROP_NR] = {
@@ -158,6 +161,34 @@ static inline struct in_addr mrc_route_src(struct in_addr dst, u16 port)
 	return sa.sin_addr;
 }
 
+/* never an unspecified or multicast IPv6 --dst */
+static inline void mrc_check_dst6(const struct in6_addr *dst)
+{
+	char s[INET6_ADDRSTRLEN];
+
+	if (IN6_IS_ADDR_UNSPECIFIED(dst) || IN6_IS_ADDR_MULTICAST(dst))
+		die("--dst %s: not a unicast address",
+		    inet_ntop(AF_INET6, dst, s, sizeof(s)));
+}
+
+/* the source address the route to [@dst]:@port would use */
+static inline struct in6_addr mrc_route_src6(const struct in6_addr *dst,
+					     u16 port)
+{
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = *dst,
+				   .sin6_port = htons(port) };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+	char s[INET6_ADDRSTRLEN];
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl))
+		die("no route to %s: %s",
+		    inet_ntop(AF_INET6, dst, s, sizeof(s)), strerror(errno));
+	close(fd);
+	return sa.sin6_addr;
+}
+
 static inline u32 mrc_csum_add(u32 sum, const void *buf, size_t len)
 {
 	const u8 *b = buf;
@@ -225,6 +256,53 @@ static inline size_t mrc_raw_frame(u8 *f, size_t len,
 	return sizeof(*ip) + ulen;
 }
 
+/* the IPv6 and UDP header fields of a raw frame */
+struct mrc_raw6_hdr {
+	struct in6_addr src, dst;
+	u32 flow;	/* flow label, 20 bits */
+	u16 sport, dport;
+	u8 tclass, hlim;
+};
+
+/*
+ * IPv6 + UDP headers in front of the datagram already at
+ * @f + MRC_FRAME6_HDR (@len bytes), with a right UDP checksum over the
+ * IPv6 pseudo-header (RFC 8200, section 8.1; 0 is sent as 0xffff).
+ * Returns the frame length.
+ */
+static inline size_t mrc_raw_frame6(u8 *f, size_t len,
+				    const struct mrc_raw6_hdr *h)
+{
+	struct ip6_hdr *ip6 = (struct ip6_hdr *)f;
+	struct udphdr *uh = (struct udphdr *)(f + sizeof(*ip6));
+	u16 ulen = sizeof(*uh) + len;
+	u8 pseudo[40];
+	u16 sum;
+
+	memset(f, 0, MRC_FRAME6_HDR);
+	ip6->ip6_flow = htonl(6u << 28 | (u32)h->tclass << 20 |
+			      (h->flow & 0xfffff));
+	ip6->ip6_plen = htons(ulen);
+	ip6->ip6_nxt = IPPROTO_UDP;
+	ip6->ip6_hlim = h->hlim;
+	ip6->ip6_src = h->src;
+	ip6->ip6_dst = h->dst;
+	uh->source = htons(h->sport);
+	uh->dest = htons(h->dport);
+	uh->len = htons(ulen);
+
+	/* source, destination, 32-bit length, 3 zero bytes, next header */
+	memset(pseudo, 0, sizeof(pseudo));
+	memcpy(pseudo, &h->src, 16);
+	memcpy(pseudo + 16, &h->dst, 16);
+	pseudo[34] = ulen >> 8;
+	pseudo[35] = ulen;
+	pseudo[39] = IPPROTO_UDP;
+	sum = mrc_csum_fold(mrc_csum_add(mrc_csum_add(0, pseudo, 40), uh, ulen));
+	uh->check = htons(sum ? sum : 0xffff);
+	return sizeof(*ip6) + ulen;
+}
+
 /*
  * A packet socket on @ifname for learning PSNs from the connection's
  * ACKs: ETH_P_ALL, as only such sockets see what this host sends too;
@@ -271,6 +349,19 @@ static inline bool mrc_ack_of(const struct iphdr *ip, const struct mrc_pkt *a,
 		       a->dqpn == peer_qpn;
 	return ip->daddr == victim.s_addr && a->sqpn == peer_qpn &&
 	       a->dqpn == victim_qpn;
+}
+
+/* mrc_ack_of() for an ACK @a in the IPv6 packet @ip6 */
+static inline bool mrc_ack_of6(const struct ip6_hdr *ip6,
+			       const struct mrc_pkt *a,
+			       const struct in6_addr *victim, u32 victim_qpn,
+			       u32 peer_qpn, bool from_victim)
+{
+	if (from_victim)
+		return IN6_ARE_ADDR_EQUAL(&ip6->ip6_src, victim) &&
+		       a->sqpn == victim_qpn && a->dqpn == peer_qpn;
+	return IN6_ARE_ADDR_EQUAL(&ip6->ip6_dst, victim) &&
+	       a->sqpn == peer_qpn && a->dqpn == victim_qpn;
 }
 
 /* the newest cumulative PSN: ACKs can arrive out of order */

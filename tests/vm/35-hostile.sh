@@ -284,9 +284,14 @@ if xfer_start; then
 		expect "poisoned stale ACKs: counted as stale_acks (at least 90 %)" \
 			"$(dsum s0 s1 stale_acks)" -ge $((INJ[sent] * 9 / 10)) \
 			"$(deltas s0 s1 stale_acks)" "changed: $(cnt_changed s0 s1)"
-		# their CE count of 65535 must not cut hostA's window
-		expect "poisoned stale ACKs: window_cuts_ecn no more than the whole baseline's" \
-			"$(dsum s0 s1 window_cuts_ecn)" -le "$BASE_ECNCUT" \
+		# their CE count of 65535 must not cut hostA's window.  On a slow
+		# guest hostA may not yet have taken the ACK the injector learnt
+		# from: a "stale" ACK then acks new PSNs and is rightly taken
+		# (ecn_echoes_received moves by 65535 for each).  Those may cut
+		# once, and once more per 16 (the old code cut on 128 of 200).
+		acc=$(($(dsum s0 s1 ecn_echoes_received) / 65535))
+		expect "poisoned stale ACKs: window_cuts_ecn no more than the whole baseline's (+ $acc taken as new)" \
+			"$(dsum s0 s1 window_cuts_ecn)" -le "$((BASE_ECNCUT + (acc > 0 ? 1 + acc / 16 : 0)))" \
 			"$(deltas s0 s1 window_cuts_ecn ecn_echoes_received cc_window_cuts)"
 	fi
 	# OOO alone: poisoned credit and CE counts would throttle the resends

@@ -1,0 +1,71 @@
+#!/bin/bash
+# The conformance suite (issue 43) against the reference driver:
+#  - the agent's loopback self-test (tests/conformance/run --selftest): two
+#    mrct-agents on two metaroce devices connected to each other through
+#    agent protocol v1; WRITE, READ, SEND_IMM, atomics, SRQ, UD and the
+#    error paths, data CHECKed, over IPv4 and IPv6;
+#  - tests/conformance/run: the lower tester lower/mrct runs every case
+#    against the DUT; each KTAP result becomes one TAP line here (FAIL and
+#    ERROR fail, NOT_APPLICABLE skips, WAIVED is a TODO), and mrct's exit
+#    status must agree, and at least one case must PASS (not all
+#    NOT_APPLICABLE).  Skipped (with the reason) while lower/mrct is not
+#    built.  Reports in $METAROCE_OUT/conformance or /tmp/conformance.
+# vm-test-timeout: 600
+set -uo pipefail
+# shellcheck source=tests/lib/guest.sh
+. "${BASH_SOURCE[0]%/*}/../lib/guest.sh"
+CONF=$(cd "${BASH_SOURCE[0]%/*}/../conformance" && pwd -P)
+out=${METAROCE_OUT:+$METAROCE_OUT/conformance}
+out=${out:-/tmp/conformance}
+mkdir -p "$out"
+
+# mrct's KTAP lines "ok N NAME [# SKIP ...]" / "not ok N NAME # VERDICT"
+# as TAP results of this file; other lines become diagnostics
+ktap_to_tap() {
+	local line name verdict
+	while IFS= read -r line; do
+		case $line in
+		"ok "*|"not ok "*)
+			name=${line#ok } name=${name#not ok } name=${name#* }
+			verdict=${name#*# } name=${name%% # *}
+			case $line in
+			"ok "*" # SKIP"*) t_skip "$name" "${verdict#SKIP }" ;;
+			"ok "*) t_ok "$name" ;;
+			*" # TODO"*) t_todo "$name" "${verdict#TODO }" ;;
+			*) t_fail "$name" "$verdict" ;;
+			esac
+			;;
+		"KTAP version"*|1..*) ;;
+		*) t_diag "${line#\# }" ;;
+		esac
+	done
+}
+
+bash "$CONF/run" --selftest --out "$out/selftest" >"$out/selftest.log" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ]; then
+	t_ok "agent loopback self-test ($(grep -c '^ok' "$out/selftest.log") checks)"
+else
+	t_fail "agent loopback self-test (exit $rc)" "$(grep -v '^ok' "$out/selftest.log")"
+fi
+
+if ! [ -x "$CONF/lower/mrct" ]; then
+	t_skip "conformance cases against the reference driver" \
+		"tests/conformance/lower/mrct is not built (make -C tests/conformance)"
+	t_summary
+	exit
+fi
+bash "$CONF/run" --out "$out" >"$out/run.ktap" 2>&1
+rc=$?
+before=$T_FAIL passed=$T_PASS
+ktap_to_tap <"$out/run.ktap"
+# every case NOT_APPLICABLE would pass silently: the PICS must let some run
+if [ "$T_PASS" -eq "$passed" ]; then
+	t_fail "at least one conformance case ran and passed" "$(grep -m 5 'NOT_APPLICABLE' "$out/run.ktap")"
+fi
+if [ "$rc" -ne 0 ] && [ "$T_FAIL" -eq "$before" ]; then
+	t_fail "tests/conformance/run exited $rc without a failed case" "$(tail -n 20 "$out/run.ktap")"
+elif [ "$rc" -eq 0 ] && [ "$T_FAIL" -ne "$before" ]; then
+	t_fail "tests/conformance/run exited 0 but cases failed"
+fi
+t_summary
