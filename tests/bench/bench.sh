@@ -34,7 +34,8 @@
 #          unshaped and lossless, and at 1 % random loss on both
 #          directions shaped as in loss: median and 99th percentile.
 #          perftest's default outstanding READ/atomic depth is kept (-o:
-#          the device's max_qp_rd_atom, 16 for metaroce, 128 for rxe).
+#          the device's max_qp_rd_atom, 128 for both metaroce and rxe;
+#          16 for metaroce before 2026-12-06).
 #          Quick mode: 1 and 10 % only, one latency run per point.
 #   eff    unshaped ib_write_bw (CPU-bound): goodput, and guest CPU seconds
 #          per GB from /proc/stat sampled in the switch namespace while the

@@ -993,8 +993,9 @@ static void setup(void)
 		P = p;
 	}
 	if (P.window < 1 || P.window > 1024 || P.qps < 1 || P.qps > 4096 ||
-	    P.max_sge < 1 || P.max_sge > NSGE_MAX)
-		die("bad window/qps/max_sge");
+	    P.max_sge < 1 || P.max_sge > NSGE_MAX ||
+	    P.max_rd_atomic < 1 || P.max_rd_atomic > 255)
+		die("bad window/qps/max_sge/rd-atomic");
 	slot_size = ((P.max_size + SLACK) + 4095) & ~4095u;
 
 	open_device();
@@ -2476,6 +2477,7 @@ static void usage(int rc)
 "      --max-sge N        SGEs per request and receive, 1..%d (4): many\n"
 "                         small pieces test gathers past the fragments of\n"
 "                         one packet\n"
+"      --rd-atomic N      max_rd_atomic and max_dest_rd_atomic, 1..255 (16)\n"
 "local options:\n"
 "      --busy             busy-poll the CQ instead of sleeping on events\n"
 "      --rate MBIT        post requests no faster than MBIT Mbit/s of payload\n"
@@ -2541,7 +2543,7 @@ int main(int argc, char **argv)
 {
 	enum { O_INLINE = 256, O_TIMEOUT, O_RETRY, O_RNR, O_RNRT, O_RNRD, O_MODE, O_BUSY,
 	       O_STALL, O_MAXERR, O_LAX, O_GO, O_DIR, O_CORRUPT, O_START, O_STARTF,
-	       O_RATE, O_MAXSGE };
+	       O_RATE, O_MAXSGE, O_RDATOM };
 	static const struct option lo[] = {
 		{ "dev", 1, 0, 'd' }, { "ib-port", 1, 0, 'i' }, { "gid-idx", 1, 0, 'g' },
 		{ "port", 1, 0, 'p' }, { "iters", 1, 0, 'n' }, { "duration", 1, 0, 'D' },
@@ -2555,7 +2557,7 @@ int main(int argc, char **argv)
 		{ "go-file", 1, 0, O_GO }, { "dir", 1, 0, O_DIR },
 		{ "corrupt", 1, 0, O_CORRUPT }, { "start-at", 1, 0, O_START },
 		{ "start-file", 1, 0, O_STARTF }, { "rate", 1, 0, O_RATE },
-		{ "max-sge", 1, 0, O_MAXSGE },
+		{ "max-sge", 1, 0, O_MAXSGE }, { "rd-atomic", 1, 0, O_RDATOM },
 		{ "verbose", 0, 0, 'v' }, { "help", 0, 0, 'h' },
 		{ 0 }
 	};
@@ -2596,6 +2598,7 @@ int main(int argc, char **argv)
 		case O_BUSY: O.busy = true; break;
 		case O_RATE: O.rate_bps = atof(optarg) * 1e6; break;
 		case O_MAXSGE: P.max_sge = atoi(optarg); break;
+		case O_RDATOM: P.max_rd_atomic = atoi(optarg); break;
 		case O_STALL: O.stall_s = atof(optarg); break;
 		case O_MAXERR: O.max_errors = atoi(optarg); break;
 		case O_LAX: O.lax_sq_len = true; break;

@@ -6,12 +6,14 @@
 # only; a tc u32 filter on a switch port drops every Nth packet of one
 # MetaRoCE opcode (gact determ), so each drop hits a lone operation.
 # No speed check: the counters show which mechanism repaired each loss.
-# vm-test-timeout: 300
+# vm-test-timeout: 600
 set -uo pipefail
 # shellcheck source=tests/lib/guest.sh
 . "${BASH_SOURCE[0]%/*}/../lib/guest.sh"
 # shellcheck source=tests/lib/rc.sh
 . "${BASH_SOURCE[0]%/*}/../lib/rc.sh"
+# shellcheck source=tests/lib/hostile.sh
+. "${BASH_SOURCE[0]%/*}/../lib/hostile.sh"
 trap topo_cleanup EXIT
 
 rc_dmesg_mark
@@ -119,6 +121,71 @@ drop_nth "$PB" 0x04 0xfe 5
 run "lone atomic, its request dropped" "$PB" -- -o atomic -S 30
 t_check "atomic request: each re-sent ($RETX retransmitted for $DROPS, at most 2 x + $SLACK)" \
 	in_range "$RETX" "$DROPS" $((2 * DROPS + SLACK))
+
+# e) 128 READs or atomics outstanding (max_qp_rd_atom 128): every
+#    response is dropped until hostA has 128 in flight on a QP with
+#    max_dest_rd_atomic 128, then let through.  Each is asked again and
+#    answered: READs served again, atomics from the replay cache, which
+#    must hold all 128 (MRC-MSG-37); none is refused for room.  Each such
+#    lone request is acknowledged by its response only (MRC-ACK-14), so
+#    nothing opens the congestion window while responses are held: these
+#    QPs start with CC off (window 512).  The ACK timeout is 4 s (x 8
+#    attempts) so that the hold cannot exhaust the retries.  mrc_verify
+#    puts a SEND among every 32 operations: 136 of them hold at least 131
+#    READs or atomics, of which max_rd_atomic lets 128, never more, start.
+rd_atom=$(ibv_devinfo -v -d "$RC_DEV_B" 2>/dev/null |
+	awk '$1 == "max_qp_rd_atom:" { print $2 }')
+t_check "ibv_query_device: max_qp_rd_atom 128 (${rd_atom:-none})" \
+	[ "${rd_atom:-0}" = 128 ]
+
+# held DESC OPCODE -- MRC_VERIFY-ARGS: 128 operations, responses held back
+held() {
+	local desc=$1 op=$2 rc=0 peak=0 t pid cs ss nores
+	shift 3
+	declare -A q=()
+	tc -n "$SW" filter del dev "$PA" egress 2>/dev/null
+	tc -n "$SW" filter del dev "$PB" egress 2>/dev/null
+	tc -n "$SW" filter add dev "$PA" egress protocol ip prio 1 u32 \
+		match ip protocol 17 0xff match ip dport 4792 0xffff \
+		match u8 "$op" 0xff at 29 action drop
+	rc_snap b0 "$RC_DEV_B"
+	echo 0 >"$CC"
+	rc_verify --timeout 120 --log /tmp/held --dir c2s -q 1 -w 136 -n 136 \
+		--rd-atomic 128 --timeout 20 "$@" &
+	pid=$!
+	for ((t = SECONDS + 20; SECONDS < t && peak < 128;)); do
+		if qp_live q "$RC_DEV_A" && [ "${q[rd_outstanding]:-0}" -gt "$peak" ]; then
+			peak=${q[rd_outstanding]}
+		fi
+		sleep 0.1
+	done
+	DROPS=$(dropped "$PA")
+	tc -n "$SW" filter del dev "$PA" egress
+	wait "$pid" || rc=$?
+	echo "$cc_old" >"$CC"
+	rc_snap b1 "$RC_DEV_B"
+	DUPB=$(rc_delta b0 b1 duplicate_packets)
+	nores=$(rc_delta b0 b1 drop_no_resource)
+	cs=$(rc_result /tmp/held.cli status) ss=$(rc_result /tmp/held.srv status)
+	t_diag "$desc: $DROPS responses dropped, peak rd_outstanding $peak; B: duplicate_packets $DUPB drop_no_resource $nores"
+	if [ "$rc" -eq 0 ] && [ "$cs" = PASS ] && [ "$ss" = PASS ]; then
+		t_ok "$desc: data and results verified ($(rc_result /tmp/held.cli per_op))"
+	else
+		t_fail "$desc: data and results verified" "exit $rc, client ${cs:-no result}, server ${ss:-no result}" \
+			"$(grep -h -E 'ERROR|FATAL|seed|modify' /tmp/held.cli /tmp/held.srv | head -n 12)"
+	fi
+	t_check "$desc: hostA had 128 in flight, not more (peak rd_outstanding $peak)" \
+		[ "$peak" -eq 128 ]
+	t_check "$desc: hostB answered each re-ask ($DUPB duplicates >= 128)" \
+		[ "$DUPB" -ge 128 ]
+	t_check "$desc: hostB refused none for room ($nores drop_no_resource)" \
+		[ "$nores" -eq 0 ]
+}
+
+CC=/sys/module/rdma_metaroce/parameters/cc
+cc_old=$(cat "$CC")
+held "128 atomics outstanding" 0x11 -- -o atomic -S 31
+held "128 READs outstanding" 0x10 -- -o read -s 4K -S 32
 
 tc -n "$SW" qdisc del dev "$PA" clsact
 tc -n "$SW" qdisc del dev "$PB" clsact

@@ -96,7 +96,11 @@ rc=0
 cc0=$(rc_param cc) cr0=$(rc_param credits)
 rc_param cc N
 rc_param credits N
+rc_snap a0 "$RC_DEV_A"
+rc_snap b0 "$RC_DEV_B"
 rc_verify --timeout 120 --log /tmp/rdl --mode rdlimit -s 1M || rc=$?
+rc_snap a1 "$RC_DEV_A"
+rc_snap b1 "$RC_DEV_B"
 rc_param cc "$cc0"
 rc_param credits "$cr0"
 l0=$(grep '^RDLIMIT case=0' /tmp/rdl.cli)
@@ -107,6 +111,10 @@ else
 	t_fail "READs beyond max_dest_rd_atomic complete with IBV_WC_REM_INV_REQ_ERR" \
 		"exit $rc" "$(cat /tmp/rdl.cli)"
 fi
+# one Invalid Request NAK per case, counted on both sides
+sent=$(rc_delta b0 b1 naks_sent) recv=$(rc_delta a0 a1 naks_received)
+t_check "the Invalid Request NAKs are counted: naks_sent $sent at B, naks_received $recv at A (both >= 2)" \
+	test "$sent" -ge 2 -a "$recv" -ge 2
 
 # --- receiver not ready ------------------------------------------------------------------
 rc_snap a0 "$RC_DEV_A"

@@ -34,7 +34,7 @@
 #define MRC_MAX_AH		65536
 #define MRC_MAX_SRQ		16384
 #define MRC_MAX_SRQ_WR		16384
-#define MRC_MAX_RD_ATOM		16
+#define MRC_MAX_RD_ATOM		128
 #define MRC_MAX_MR_SIZE		BIT_ULL(40)
 #define MRC_QPN_MIN		16	/* below: QP 0, 1 and reserved */
 #define MRC_QPN_MAX		0xffffff
@@ -47,8 +47,7 @@
 #define MRC_TX_SLOTS		1024	/* sender scoreboard, power of two */
 #define MRC_RX_BITS		1024	/* receiver window, power of two */
 #define MRC_WLOG_PIECES		16	/* a late WRITE packet cut into at most */
-#define MRC_RESP_CACHE		16	/* atomic responses kept for replays */
-#define MRC_RD_QUEUE		64	/* READ/atomic requests waiting or being served */
+#define MRC_RD_SLACK		32	/* READ/atomic queue beyond 2 x max_dest_rd_atomic */
 #define MRC_SRQ_CLAIM		64	/* SRQ WQEs one QP may hold ahead */
 #define MRC_TX_BUDGET		64	/* packets per send-engine run */
 #define MRC_FAILOVER_US		100000	/* silence before a single path is replaced */
@@ -521,7 +520,10 @@ struct mrc_qp {
 	u32 err_rmsn;			/* receive WQE to fail with err_status */
 	bool err_has_rmsn;
 	u8 err_status;
-	struct mrc_rd rd[MRC_RD_QUEUE];	/* unordered; slot free if !used */
+	struct mrc_rd *rd;		/* rd_n slots from RTR; free if !used */
+	u32 rd_n;
+	u32 rd_used;			/* slots in use */
+	u32 rd_exec;			/* of them executing */
 	u32 rd_res;			/* READ/atomic messages being answered */
 	bool rd_viol;			/* a message exceeded max_dest_rd_atomic */
 	u32 rd_viol_psn;		/* its PSN: NAKed once earlier ones are answered */
@@ -529,7 +531,8 @@ struct mrc_qp {
 	bool nak_pending;		/* a fatal NAK waits for earlier WQEs */
 	u32 nak_psn;
 	u8 nak_status;
-	struct mrc_aresp aresp[MRC_RESP_CACHE];
+	struct mrc_aresp *aresp;	/* aresp_n atomic results, from RTR */
+	u32 aresp_n;
 	u32 aresp_next;
 	struct hrtimer ack_timer;
 	bool ack_timer_armed;
@@ -676,6 +679,20 @@ enum hrtimer_restart mrc_ack_timer_fn(struct hrtimer *t);
 bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget, u32 now);
 bool mrc_resp_pending(const struct mrc_qp *qp);
 void mrc_rd_flush(struct mrc_qp *qp);
+
+/* the responder's READ/atomic tables, sized from max_dest_rd_atomic */
+struct mrc_rd_tables {
+	struct mrc_rd *rd;
+	u32 rd_n;
+	struct mrc_aresp *aresp;
+	u32 aresp_n;
+};
+
+u32 mrc_rd_slots(u32 max_dest_rd_atomic);
+int mrc_rd_tables_alloc(struct mrc_rd_tables *t, u32 max_dest_rd_atomic);
+void mrc_rd_tables_install(struct mrc_qp *qp, struct mrc_rd_tables *t);
+void mrc_rd_tables_detach(struct mrc_qp *qp, struct mrc_rd_tables *t);
+void mrc_rd_tables_free(struct mrc_rd_tables *t);
 void mrc_send_ack(struct mrc_qp *qp, u8 syndrome, u32 nak_psn);
 void mrc_resp_ack_release(struct mrc_qp *qp);
 void mrc_resp_unhold(struct mrc_qp *qp);

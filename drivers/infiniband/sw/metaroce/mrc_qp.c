@@ -113,6 +113,8 @@ static void mrc_qp_free_bufs(struct mrc_qp *qp)
 	kfree(qp->rx_map);
 	kvfree(qp->wlog_ents);
 	kvfree(qp->rmsg);
+	kvfree(qp->rd);
+	kvfree(qp->aresp);
 	kfree(qp->path_ents);
 	dst_cache_destroy(&qp->dst_cache);
 	qp->path_ents = NULL;
@@ -122,6 +124,8 @@ static void mrc_qp_free_bufs(struct mrc_qp *qp)
 	qp->rx_map = NULL;
 	qp->wlog_ents = NULL;
 	qp->rmsg = NULL;
+	qp->rd = NULL;
+	qp->aresp = NULL;
 }
 
 static void mrc_rq_flush_work(struct work_struct *work)
@@ -378,8 +382,11 @@ static void mrc_qp_give_back_srq(struct mrc_qp *qp)
 	mrc_srq_give_back(qp->srq, b);
 }
 
-/* state reset: queues emptied, engines idle */
-static void mrc_qp_reset(struct mrc_qp *qp)
+/*
+ * State reset: queues emptied, engines idle; the READ/atomic tables go
+ * to @t, freed by the caller once unlocked (an idle QP holds none).
+ */
+static void mrc_qp_reset(struct mrc_qp *qp, struct mrc_rd_tables *t)
 {
 	mrc_qp_flush_srq_held(qp);
 	qp->sq_cons = 0;
@@ -388,15 +395,13 @@ static void mrc_qp_reset(struct mrc_qp *qp)
 	qp->rmsn_base = 0;
 	qp->smsn = 0;
 	qp->rd_outstanding = 0;
-	mrc_rd_flush(qp);
-	memset(qp->rd, 0, sizeof(qp->rd));
+	mrc_rd_tables_detach(qp, t);
 	qp->resp_fail = false;
 	qp->nak_pending = false;
 	qp->err_pending = false;
 	qp->err_has_rmsn = false;
 	qp->rnr_wait = false;
 	qp->ack_now = false;
-	memset(qp->aresp, 0, sizeof(qp->aresp));
 	memset(qp->rmsg, 0, qp->rmsg_n * sizeof(*qp->rmsg));
 	if (!qp->is_user) {
 		unsigned long flags;
@@ -434,10 +439,33 @@ static bool mrc_qp_attr_ranges_ok(const struct ib_qp_attr *attr, int mask)
 	return !((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7);
 }
 
+/*
+ * The responder's READ/atomic tables are sized from max_dest_rd_atomic
+ * when the QP moves to RTR, and grow if SQD raises it: allocate them
+ * here, before the lock; they are installed once the change is valid.
+ * Called under state_mutex, which every writer of rd_n holds.
+ */
+static int mrc_qp_rd_prepare(struct mrc_qp *qp, const struct ib_qp_attr *attr,
+			     int mask, struct mrc_rd_tables *t)
+{
+	u32 mdra = (mask & IB_QP_MAX_DEST_RD_ATOMIC) ?
+		   attr->max_dest_rd_atomic : qp->max_dest_rd_atomic;
+	bool to_rtr = (mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RTR;
+
+	memset(t, 0, sizeof(*t));
+	if (qp->ibqp.qp_type != IB_QPT_RC || mdra > MRC_MAX_RD_ATOM)
+		return 0;	/* no responder, or refused below */
+	if (!to_rtr && (!(mask & IB_QP_MAX_DEST_RD_ATOMIC) ||
+			mrc_rd_slots(mdra) <= qp->rd_n))
+		return 0;
+	return mrc_rd_tables_alloc(t, mdra);
+}
+
 int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		  struct ib_udata *udata)
 {
 	struct mrc_qp *qp = to_mqp(ibqp);
+	struct mrc_rd_tables rdt;
 	enum ib_qp_state cur, new;
 	u32 steps;
 	int err = 0;
@@ -448,6 +476,11 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		return -EOPNOTSUPP;
 
 	mutex_lock(&qp->state_mutex);
+	err = mrc_qp_rd_prepare(qp, attr, mask, &rdt);
+	if (err) {
+		mutex_unlock(&qp->state_mutex);
+		return err;
+	}
 	spin_lock_bh(&qp->lock);
 	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
 	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
@@ -516,17 +549,20 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->max_rd_atomic = attr->max_rd_atomic;
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
 		qp->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	/* every check passed: the change happens (the old tables in rdt) */
+	if (rdt.rd)
+		mrc_rd_tables_install(qp, &rdt);
 
 	if (!(mask & IB_QP_STATE) || new == cur)
 		goto out_state;
 
 	switch (new) {
 	case IB_QPS_RESET:
-		mrc_qp_reset(qp);
+		mrc_qp_reset(qp, &rdt);
 		break;
 	case IB_QPS_INIT:
 		if (cur == IB_QPS_RESET)
-			mrc_qp_reset(qp);
+			mrc_qp_reset(qp, &rdt);
 		break;
 	case IB_QPS_RTR:
 		/* never build packets the netdev cannot carry (MTU changed?) */
@@ -593,12 +629,14 @@ int mrc_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		spin_unlock_bh(&qp->lock);
 		mrc_qp_error(qp);
 		mutex_unlock(&qp->state_mutex);
+		mrc_rd_tables_free(&rdt);
 		return 0;
 	}
 out_state:
 out:
 	spin_unlock_bh(&qp->lock);
 	mutex_unlock(&qp->state_mutex);
+	mrc_rd_tables_free(&rdt);
 	if (!err && (qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD))
 		mrc_send_kick(qp);
 	return err;

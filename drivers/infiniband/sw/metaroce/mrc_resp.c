@@ -378,14 +378,7 @@ static int mrc_place_write(struct mrc_qp *qp, const struct mrc_pkt *p,
 /* responder output for the send engine: an ACK to retry, responses, a NAK */
 bool mrc_resp_pending(const struct mrc_qp *qp)
 {
-	int i;
-
-	if (qp->ack_now || qp->rd_viol)
-		return true;
-	for (i = 0; i < MRC_RD_QUEUE; i++)
-		if (qp->rd[i].used && qp->rd[i].executing)
-			return true;
-	return false;
+	return qp->ack_now || qp->rd_viol || qp->rd_exec;
 }
 
 /*
@@ -470,23 +463,63 @@ static int mrc_place_data(struct mrc_qp *qp, const struct mrc_pkt *p,
 
 static struct mrc_rd *mrc_rd_alloc(struct mrc_qp *qp)
 {
-	int i;
+	u32 i;
 
-	for (i = 0; i < MRC_RD_QUEUE; i++)
+	if (qp->rd_used >= qp->rd_n)
+		return NULL;
+	for (i = 0; i < qp->rd_n; i++)
 		if (!qp->rd[i].used) {
 			memset(&qp->rd[i], 0, sizeof(qp->rd[i]));
 			qp->rd[i].used = true;
+			qp->rd_used++;
 			return &qp->rd[i];
 		}
 	return NULL;
 }
 
-static void mrc_rd_free(struct mrc_rd *e)
+/* the send engine answers it from now on */
+static void mrc_rd_start(struct mrc_qp *qp, struct mrc_rd *e)
+{
+	e->executing = true;
+	qp->rd_exec++;
+}
+
+static void mrc_rd_free(struct mrc_qp *qp, struct mrc_rd *e)
 {
 	if (e->mr)
 		mrc_mr_put(e->mr);
 	e->mr = NULL;
+	if (e->executing)
+		qp->rd_exec--;
+	e->executing = false;
 	e->used = false;
+	qp->rd_used--;
+}
+
+/*
+ * The slot in use with the lowest PSN that is executing (@exec), or that
+ * waits and whose PSNs, and all before them, arrived (!@exec).  The scan
+ * stops once it has seen every slot of its kind: the table holds up to
+ * 2 x max_dest_rd_atomic + MRC_RD_SLACK slots, mostly free.
+ */
+static struct mrc_rd *mrc_rd_first(struct mrc_qp *qp, bool exec)
+{
+	u32 want = exec ? qp->rd_exec : qp->rd_used - qp->rd_exec;
+	struct mrc_rd *e = NULL;
+	u32 i, seen = 0;
+
+	for (i = 0; i < qp->rd_n && seen < want; i++) {
+		struct mrc_rd *c = &qp->rd[i];
+
+		if (!c->used || c->executing != exec)
+			continue;
+		seen++;
+		if (!exec && !mrc_psn_le(c->psn + c->npsn, qp->rx.nxt))
+			continue;
+		if (!e || mrc_psn_lt(c->psn, e->psn))
+			e = c;
+	}
+	return e;
 }
 
 /**
@@ -498,13 +531,115 @@ static void mrc_rd_free(struct mrc_rd *e)
  */
 void mrc_rd_flush(struct mrc_qp *qp)
 {
-	int i;
+	u32 i;
 
-	for (i = 0; i < MRC_RD_QUEUE; i++)
+	for (i = 0; i < qp->rd_n && qp->rd_used; i++)
 		if (qp->rd[i].used)
-			mrc_rd_free(&qp->rd[i]);
+			mrc_rd_free(qp, &qp->rd[i]);
 	qp->rd_res = 0;
 	qp->rd_viol = false;
+}
+
+/**
+ * mrc_rd_slots() - READ/atomic queue slots of a responder.
+ * @max_dest_rd_atomic: READ/atomic messages it answers at once.
+ *
+ * One slot for each message it may hold, one more for each (the later
+ * requests of a long READ, re-requests, atomic replays), and some slack,
+ * so that a peer beyond the limit gets its Invalid Request NAK
+ * (MRC-MSG-31) rather than drops.
+ *
+ * Return: the number of slots.
+ */
+u32 mrc_rd_slots(u32 max_dest_rd_atomic)
+{
+	return 2 * max_dest_rd_atomic + MRC_RD_SLACK;
+}
+
+/**
+ * mrc_rd_tables_alloc() - allocate a responder's READ/atomic tables.
+ * @t: filled in.
+ * @max_dest_rd_atomic: the QP's limit.
+ *
+ * The atomic cache keeps the last max_dest_rd_atomic results, enough for
+ * every atomic a requester within the limit can ask for again
+ * (MRC-MSG-37).  Sleeps: call outside the QP lock.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int mrc_rd_tables_alloc(struct mrc_rd_tables *t, u32 max_dest_rd_atomic)
+{
+	t->rd_n = mrc_rd_slots(max_dest_rd_atomic);
+	t->aresp_n = max(max_dest_rd_atomic, 1U);
+	t->rd = kvcalloc(t->rd_n, sizeof(*t->rd), GFP_KERNEL_ACCOUNT);
+	t->aresp = kvcalloc(t->aresp_n, sizeof(*t->aresp), GFP_KERNEL_ACCOUNT);
+	if (!t->rd || !t->aresp) {
+		mrc_rd_tables_free(t);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/**
+ * mrc_rd_tables_free() - free tables that no QP uses.
+ * @t: the tables; emptied.  Must not be called under a spinlock.
+ */
+void mrc_rd_tables_free(struct mrc_rd_tables *t)
+{
+	kvfree(t->rd);
+	kvfree(t->aresp);
+	memset(t, 0, sizeof(*t));
+}
+
+/**
+ * mrc_rd_tables_install() - give the responder larger tables (locked).
+ * @qp: the QP.
+ * @t: the new tables; on return, the old ones, to free once unlocked.
+ *
+ * Requests queued or being served move over, and so do the atomic
+ * results, oldest first.  Tables never shrink (a smaller
+ * max_dest_rd_atomic in SQD): then @t is left as it was.
+ */
+void mrc_rd_tables_install(struct mrc_qp *qp, struct mrc_rd_tables *t)
+{
+	struct mrc_rd_tables old = {
+		.rd = qp->rd, .rd_n = qp->rd_n,
+		.aresp = qp->aresp, .aresp_n = qp->aresp_n,
+	};
+	u32 i, j = 0;
+
+	if (t->rd_n <= qp->rd_n || t->aresp_n < qp->aresp_n)
+		return;
+	for (i = 0; i < old.rd_n; i++)
+		if (old.rd[i].used)
+			t->rd[j++] = old.rd[i];
+	for (i = 0; i < old.aresp_n; i++)
+		t->aresp[i] = old.aresp[(qp->aresp_next + i) % old.aresp_n];
+	qp->aresp_next = old.aresp_n % t->aresp_n;
+	qp->rd = t->rd;
+	qp->rd_n = t->rd_n;
+	qp->aresp = t->aresp;
+	qp->aresp_n = t->aresp_n;
+	*t = old;
+}
+
+/**
+ * mrc_rd_tables_detach() - take the responder's tables away (locked).
+ * @qp: the QP, going to the reset state.
+ * @t: the tables, to free once unlocked.
+ */
+void mrc_rd_tables_detach(struct mrc_qp *qp, struct mrc_rd_tables *t)
+{
+	mrc_rd_flush(qp);
+	t->rd = qp->rd;
+	t->rd_n = qp->rd_n;
+	t->aresp = qp->aresp;
+	t->aresp_n = qp->aresp_n;
+	qp->rd = NULL;
+	qp->rd_n = 0;
+	qp->aresp = NULL;
+	qp->aresp_n = 0;
+	qp->aresp_next = 0;
 }
 
 /*
@@ -513,13 +648,16 @@ void mrc_rd_flush(struct mrc_qp *qp)
  */
 static bool mrc_rd_covered(struct mrc_qp *qp, u32 psn, u32 n)
 {
-	int i;
+	u32 i, seen = 0;
 
-	for (i = 0; i < MRC_RD_QUEUE; i++) {
+	for (i = 0; i < qp->rd_n && seen < qp->rd_used; i++) {
 		const struct mrc_rd *e = &qp->rd[i];
 		u32 next;
 
-		if (!e->used || e->op != MRC_OP_READ_REQ)
+		if (!e->used)
+			continue;
+		seen++;
+		if (e->op != MRC_OP_READ_REQ)
 			continue;
 		next = e->psn + (e->done >> e->shift);	/* first unsent */
 		if (mrc_psn_le(next, psn) &&
@@ -550,7 +688,7 @@ static void mrc_rd_done(struct mrc_qp *qp, struct mrc_rd *e)
 {
 	if (e->res_give && qp->rd_res)
 		qp->rd_res--;
-	mrc_rd_free(e);
+	mrc_rd_free(qp, e);
 }
 
 /* queue a READ or atomic request; false if the queue is full */
@@ -590,9 +728,9 @@ static bool mrc_rd_queue(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n,
 static bool mrc_rd_replay_atomic(struct mrc_qp *qp, u32 psn)
 {
 	struct mrc_rd *e;
-	int i;
+	u32 i;
 
-	for (i = 0; i < MRC_RESP_CACHE; i++) {
+	for (i = 0; i < qp->aresp_n; i++) {
 		if (!qp->aresp[i].valid || qp->aresp[i].psn != psn)
 			continue;
 		e = mrc_rd_alloc(qp);
@@ -603,7 +741,7 @@ static bool mrc_rd_replay_atomic(struct mrc_qp *qp, u32 psn)
 		e->op = MRC_OP_ATOMIC_RESP;
 		e->orig = qp->aresp[i].orig;
 		e->entropy = qp->last_entropy;
-		e->executing = true;
+		mrc_rd_start(qp, e);
 		return true;
 	}
 	return false;
@@ -616,20 +754,10 @@ static bool mrc_rd_replay_atomic(struct mrc_qp *qp, u32 psn)
 static bool mrc_rd_schedule(struct mrc_qp *qp)
 {
 	for (;;) {
-		struct mrc_rd *e = NULL;
+		struct mrc_rd *e = qp->rd_viol ? NULL : mrc_rd_first(qp, false);
 		struct mrc_mr *mr;
-		int i;
 
-		for (i = 0; i < MRC_RD_QUEUE; i++) {
-			struct mrc_rd *c = &qp->rd[i];
-
-			if (!c->used || c->executing ||
-			    !mrc_psn_le(c->psn + c->npsn, qp->rx.nxt))
-				continue;
-			if (!e || mrc_psn_lt(c->psn, e->psn))
-				e = c;
-		}
-		if (!e || qp->rd_viol)
+		if (!e)
 			return false;
 
 		if (e->res_take) {
@@ -641,7 +769,7 @@ static bool mrc_rd_schedule(struct mrc_qp *qp)
 			if (qp->rd_res >= qp->max_dest_rd_atomic) {
 				qp->rd_viol = true;
 				qp->rd_viol_psn = e->psn;
-				mrc_rd_free(e);
+				mrc_rd_free(qp, e);
 				return false;
 			}
 			qp->rd_res++;
@@ -655,7 +783,7 @@ static bool mrc_rd_schedule(struct mrc_qp *qp)
 					goto access_err;
 				e->mr = mr;
 			}
-			e->executing = true;
+			mrc_rd_start(qp, e);
 			continue;
 		}
 
@@ -674,14 +802,14 @@ static bool mrc_rd_schedule(struct mrc_qp *qp)
 		qp->aresp[qp->aresp_next].psn = e->psn;
 		qp->aresp[qp->aresp_next].orig = e->orig;
 		qp->aresp[qp->aresp_next].valid = true;
-		qp->aresp_next = (qp->aresp_next + 1) % MRC_RESP_CACHE;
+		qp->aresp_next = (qp->aresp_next + 1) % qp->aresp_n;
 		e->op = MRC_OP_ATOMIC_RESP;
-		e->executing = true;
+		mrc_rd_start(qp, e);
 		continue;
 
 access_err:
 		mrc_send_ack(qp, MRC_SYN_REM_ACCESS, e->psn);
-		mrc_rd_free(e);
+		mrc_rd_free(qp, e);
 		mrc_qp_set_state(qp, IB_QPS_ERR);
 		return true;
 	}
@@ -779,16 +907,8 @@ bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget, u32 now)
 		(*budget)--;
 	}
 	while (*budget) {
-		struct mrc_rd *e = NULL;
-		int i;
+		struct mrc_rd *e = mrc_rd_first(qp, true);
 
-		for (i = 0; i < MRC_RD_QUEUE; i++) {
-			struct mrc_rd *c = &qp->rd[i];
-
-			if (c->used && c->executing &&
-			    (!e || mrc_psn_lt(c->psn, e->psn)))
-				e = c;
-		}
 		if (!e) {
 			if (qp->rd_viol) {
 				/* every earlier request answered: now the NAK */
@@ -814,16 +934,8 @@ bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget, u32 now)
 		if (e->done >= e->len)
 			mrc_rd_done(qp, e);
 	}
-	for (; *budget == 0;) {
-		int i;
-
-		for (i = 0; i < MRC_RD_QUEUE; i++)
-			if (qp->rd[i].used && qp->rd[i].executing)
-				return false;
-		/* a pending Invalid Request NAK goes in the next run */
-		return !qp->ack_now && !qp->rd_viol;
-	}
-	return true;
+	/* out of budget; a pending Invalid Request NAK goes in the next run */
+	return !qp->rd_exec && !qp->ack_now && !qp->rd_viol;
 }
 
 /*
@@ -857,8 +969,7 @@ static bool mrc_resp_read_known(struct mrc_qp *qp, const struct mrc_pkt *p,
 static bool mrc_resp_ack_implied(struct mrc_qp *qp, const struct mrc_pkt *p,
 				 u32 n, u32 old_nxt, u32 flags)
 {
-	struct mrc_rd *first = NULL;
-	int i;
+	struct mrc_rd *first;
 
 	if (p->opcode == MRC_OP_SEND || p->opcode == MRC_OP_WRITE || n != 1)
 		return false;
@@ -867,13 +978,7 @@ static bool mrc_resp_ack_implied(struct mrc_qp *qp, const struct mrc_pkt *p,
 	    qp->ackc.pending || qp->ack_now || qp->ack_held || qp->rd_viol ||
 	    qp->err_pending)
 		return false;
-	for (i = 0; i < MRC_RD_QUEUE; i++) {
-		struct mrc_rd *c = &qp->rd[i];
-
-		if (c->used && c->executing &&
-		    (!first || mrc_psn_lt(c->psn, first->psn)))
-			first = c;
-	}
+	first = mrc_rd_first(qp, true);
 	return first && first->psn == p->psn;
 }
 
