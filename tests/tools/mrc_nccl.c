@@ -71,6 +71,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "mrc_ctl.h"
+
 #define MAX_REQUESTS	256	/* FIFO slots (NCCL: 32 requests x 8 receives) */
 #define MAX_WINDOW	32	/* requests in flight (NCCL_NET_MAX_REQUESTS) */
 #define MAX_RECVS	8	/* receive buffers per request */
@@ -161,20 +163,12 @@ static double t0;
 static unsigned int n_errors;
 static unsigned int n_check_fail;
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void msg(const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("mrc_nccl[%s %.3f]: ", O.role, now_s() - t0);
+	printf("mrc_nccl[%s %.3f]: ", O.role, mrc_now_s() - t0);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -187,7 +181,7 @@ static void die(const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("mrc_nccl[%s %.3f]: FATAL: ", O.role, now_s() - t0);
+	printf("mrc_nccl[%s %.3f]: FATAL: ", O.role, mrc_now_s() - t0);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -202,7 +196,7 @@ static void error(const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("mrc_nccl[%s %.3f]: ERROR: ", O.role, now_s() - t0);
+	printf("mrc_nccl[%s %.3f]: ERROR: ", O.role, mrc_now_s() - t0);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -415,36 +409,14 @@ static int ctl_fd = -1;
 
 static void write_all(const void *buf, size_t len)
 {
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = write(ctl_fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			die("control connection: write: %s", strerror(errno));
-		p += n;
-		len -= n;
-	}
+	if (mrc_xfer(ctl_fd, (void *)buf, len, true))
+		die("control connection: write: %s", strerror(errno));
 }
 
 static void read_all(void *buf, size_t len)
 {
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = read(ctl_fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0)
-			die("control connection closed by the peer");
-		if (n < 0)
-			die("control connection: read: %s", strerror(errno));
-		p += n;
-		len -= n;
-	}
+	if (mrc_xfer(ctl_fd, buf, len, false))
+		die("control connection: read: %s", strerror(errno));
 }
 
 /* what each side sends the other at the end */
@@ -469,57 +441,14 @@ static bool ctl_peer_gone(void)
 
 static void ctl_connect(void)
 {
-	int one = 1;
+	const char *why;
 
-	if (O.sender) {
-		struct addrinfo hints = { .ai_family = AF_UNSPEC,
-					  .ai_socktype = SOCK_STREAM };
-		struct addrinfo *res, *ai;
-		double until = now_s() + 20;
-		char port[16];
-		int err;
-
-		snprintf(port, sizeof(port), "%d", O.tcp_port);
-		err = getaddrinfo(O.server, port, &hints, &res);
-		if (err)
-			die("getaddrinfo %s: %s", O.server, gai_strerror(err));
-		for (;;) {
-			for (ai = res; ai; ai = ai->ai_next) {
-				ctl_fd = socket(ai->ai_family, ai->ai_socktype,
-						ai->ai_protocol);
-				if (ctl_fd < 0)
-					continue;
-				if (!connect(ctl_fd, ai->ai_addr, ai->ai_addrlen))
-					break;
-				close(ctl_fd);
-				ctl_fd = -1;
-			}
-			if (ctl_fd >= 0 || now_s() > until)
-				break;
-			usleep(200000);
-		}
-		freeaddrinfo(res);
-		if (ctl_fd < 0)
-			die("cannot connect to %s port %d", O.server, O.tcp_port);
-	} else {
-		struct sockaddr_in6 sa = { .sin6_family = AF_INET6,
-					   .sin6_port = htons(O.tcp_port),
-					   .sin6_addr = IN6ADDR_ANY_INIT };
-		int ls = socket(AF_INET6, SOCK_STREAM, 0), zero = 0;
-
-		if (ls < 0)
-			die("socket: %s", strerror(errno));
-		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		setsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-		if (bind(ls, (struct sockaddr *)&sa, sizeof(sa)) || listen(ls, 1))
-			die("listen on port %d: %s", O.tcp_port, strerror(errno));
+	if (!O.sender)
 		msg("listening on TCP port %d", O.tcp_port);
-		ctl_fd = accept(ls, NULL, NULL);
-		if (ctl_fd < 0)
-			die("accept: %s", strerror(errno));
-		close(ls);
-	}
-	setsockopt(ctl_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	ctl_fd = mrc_ctl_open(O.sender ? O.server : NULL, O.tcp_port, 20, &why);
+	if (ctl_fd < 0)
+		die("control connection, %s port %d: %s", O.sender ? O.server : "listening on",
+		    O.tcp_port, why);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1217,7 +1146,7 @@ static bool cts_ready(volatile struct cts_entry *e, uint64_t id)
  */
 static bool wait_cts_memory(volatile struct cts_entry *e, uint64_t id)
 {
-	double until = now_s() + O.stall_s;
+	double until = mrc_now_s() + O.stall_s;
 	unsigned long k = 0;
 
 	if (cts_ready(e, id))
@@ -1226,7 +1155,7 @@ static bool wait_cts_memory(volatile struct cts_entry *e, uint64_t id)
 		idle(++k);
 		if (k % 64)
 			continue;
-		if (now_s() > until)
+		if (mrc_now_s() > until)
 			return false;
 		if (k % 65536 == 0 && ctl_peer_gone()) {
 			error("the receiver went away");
@@ -1246,9 +1175,9 @@ static bool sender_start(struct sreq *reqs, uint64_t id)
 	make_plan(id, &p);
 	/* the other entries of a multi-receive follow */
 	for (r = 1; r < p.n; r++) {
-		double until = now_s() + 5;
+		double until = mrc_now_s() + 5;
 
-		while (!cts_ready(&e[r], id) && now_s() < until)
+		while (!cts_ready(&e[r], id) && mrc_now_s() < until)
 			;
 	}
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -1281,7 +1210,7 @@ static void run_sender(void)
 	struct sreq *reqs = calloc(MAX_REQUESTS, sizeof(*reqs));
 	uint64_t next = 0, oldest = 0, ndone = 0;
 	unsigned long spins = 0;
-	double last_progress = now_s(), tstart = now_s(), last_done = now_s();
+	double last_progress = mrc_now_s(), tstart = mrc_now_s(), last_done = mrc_now_s();
 
 	if (!reqs)
 		die("out of memory");
@@ -1307,7 +1236,7 @@ static void run_sender(void)
 			if (!poll_sender_cq(reqs, next, &oldest, &ndone))
 				break;
 			if (ndone != before) {
-				double t = now_s();
+				double t = mrc_now_s();
 
 				if (t - last_done > S.max_gap)
 					S.max_gap = t - last_done;
@@ -1316,7 +1245,7 @@ static void run_sender(void)
 			}
 		}
 		if (progress) {
-			last_progress = now_s();
+			last_progress = mrc_now_s();
 			spins = 0;
 			continue;
 		}
@@ -1330,7 +1259,7 @@ static void run_sender(void)
 				break;
 			}
 		}
-		if (now_s() - last_progress > O.stall_s) {
+		if (mrc_now_s() - last_progress > O.stall_s) {
 			error("no progress for %.0f s: posted %" PRIu64 ", completed %" PRIu64
 			      ", oldest incomplete %" PRIu64 " (pending qp mask 0x%x), CTS idx of slot %" PRIu64
 			      " is %" PRIu64, O.stall_s, next, ndone, oldest,
@@ -1340,7 +1269,7 @@ static void run_sender(void)
 		}
 	}
 	S.reqs = ndone;
-	msg("sent %" PRIu64 " requests in %.2f s", ndone, now_s() - tstart);
+	msg("sent %" PRIu64 " requests in %.2f s", ndone, mrc_now_s() - tstart);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1715,7 +1644,7 @@ static void run_receiver(void)
 {
 	struct rreq *reqs = calloc(MAX_REQUESTS, sizeof(*reqs));
 	uint64_t next = 0, oldest = 0, ndone = 0, spins = 0;
-	double last_progress = now_s(), tstart = now_s(), last_done = now_s();
+	double last_progress = mrc_now_s(), tstart = mrc_now_s(), last_done = mrc_now_s();
 	double report = tstart + 10;
 
 	if (!reqs)
@@ -1744,7 +1673,7 @@ static void run_receiver(void)
 			if (!poll_receiver_cq(reqs, &ndone))
 				break;
 			if (ndone != before) {
-				double t = now_s();
+				double t = mrc_now_s();
 
 				if (t - last_done > S.max_gap)
 					S.max_gap = t - last_done;
@@ -1755,7 +1684,7 @@ static void run_receiver(void)
 		while (oldest < next && !reqs[oldest % MAX_REQUESTS].busy)
 			oldest++;
 		if (progress) {
-			last_progress = now_s();
+			last_progress = mrc_now_s();
 			spins = 0;
 			continue;
 		}
@@ -1768,7 +1697,7 @@ static void run_receiver(void)
 					break;
 				}
 			}
-			if (now_s() - last_progress > O.stall_s) {
+			if (mrc_now_s() - last_progress > O.stall_s) {
 				struct rreq *q = &reqs[oldest % MAX_REQUESTS];
 
 				error("no progress for %.0f s: CTS posted for %" PRIu64 ", completed %" PRIu64
@@ -1780,7 +1709,7 @@ static void run_receiver(void)
 		}
 	}
 	S.reqs = ndone;
-	msg("received %" PRIu64 " requests in %.2f s", ndone, now_s() - tstart);
+	msg("received %" PRIu64 " requests in %.2f s", ndone, mrc_now_s() - tstart);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2061,7 +1990,7 @@ int main(int argc, char **argv)
 	double tstart, el;
 	int c;
 
-	t0 = now_s();
+	t0 = mrc_now_s();
 	while ((c = getopt_long(argc, argv, "d:i:g:p:n:q:w:s:S:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd':
@@ -2184,20 +2113,20 @@ int main(int argc, char **argv)
 	}
 
 	setup();
-	tstart = now_s();
+	tstart = mrc_now_s();
 	if (O.sender)
 		run_sender();
 	else
 		run_receiver();
-	el = now_s() - tstart;
+	el = mrc_now_s() - tstart;
 	check_async();
 
 	/* nothing more may complete */
 	if (!n_errors) {
 		struct ibv_wc wc;
-		double until = now_s() + 0.2;
+		double until = mrc_now_s() + 0.2;
 
-		while (now_s() < until)
+		while (mrc_now_s() < until)
 			if (ibv_poll_cq(cq, 1, &wc) > 0) {
 				error("extra completion after the run: opcode %d wr_id 0x%" PRIx64 " status %s",
 				      wc.opcode, wc.wr_id, ibv_wc_status_str(wc.status));

@@ -68,6 +68,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "mrc_ctl.h"
+
 #define MAX_RANKS	16
 #define FIFO_SLOTS	256
 #define MAX_SLOTS	64
@@ -131,28 +133,12 @@ static struct {
 static double t0;
 static uint64_t steps_done;	/* for the result line of a failed run */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double real_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void msg(const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("mrc_step[%d %.3f]: ", O.rank, now_s() - t0);
+	printf("mrc_step[%d %.3f]: ", O.rank, mrc_now_s() - t0);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -165,7 +151,7 @@ static void die(const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("mrc_step[%d %.3f]: ERROR: ", O.rank, now_s() - t0);
+	printf("mrc_step[%d %.3f]: ERROR: ", O.rank, mrc_now_s() - t0);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -182,76 +168,32 @@ static int ctl[MAX_RANKS];
 
 static void xfer(int fd, void *buf, size_t len, bool out)
 {
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = out ? write(fd, p, len) : read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0)
-			die("control connection closed by the peer");
-		if (n < 0)
-			die("control connection: %s", strerror(errno));
-		p += n;
-		len -= n;
-	}
+	if (mrc_xfer(fd, buf, len, out))
+		die("control connection: %s", strerror(errno));
 }
 
 static void ctl_listen_all(void)
 {
-	struct sockaddr_in6 sa = { .sin6_family = AF_INET6,
-				   .sin6_port = htons(O.tcp_port),
-				   .sin6_addr = IN6ADDR_ANY_INIT };
-	int ls = socket(AF_INET6, SOCK_STREAM, 0), one = 1, zero = 0, i;
+	int ls = mrc_tcp_listen(O.tcp_port, MAX_RANKS), i;
 
 	if (ls < 0)
-		die("socket: %s", strerror(errno));
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-	if (bind(ls, (struct sockaddr *)&sa, sizeof(sa)) || listen(ls, MAX_RANKS))
 		die("listen on port %d: %s", O.tcp_port, strerror(errno));
 	msg("listening on TCP port %d for %d ranks", O.tcp_port, O.nranks - 1);
 	for (i = 1; i < O.nranks; i++) {
-		int fd = accept(ls, NULL, NULL);
-
-		if (fd < 0)
+		ctl[i] = mrc_tcp_accept(ls);	/* reordered by rank once the infos arrive */
+		if (ctl[i] < 0)
 			die("accept: %s", strerror(errno));
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		ctl[i] = fd;	/* reordered by rank once the infos arrive */
 	}
 	close(ls);
 }
 
 static int ctl_connect(void)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res, *ai;
-	double until = now_s() + 30;
-	char port[16];
-	int fd = -1, one = 1, err;
+	const char *why;
+	int fd = mrc_tcp_connect(O.server, O.tcp_port, 30, &why);
 
-	snprintf(port, sizeof(port), "%d", O.tcp_port);
-	err = getaddrinfo(O.server, port, &hints, &res);
-	if (err)
-		die("getaddrinfo %s: %s", O.server, gai_strerror(err));
-	while (fd < 0 && now_s() < until) {
-		for (ai = res; ai; ai = ai->ai_next) {
-			fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-			if (fd < 0)
-				continue;
-			if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
-				break;
-			close(fd);
-			fd = -1;
-		}
-		if (fd < 0)
-			usleep(200000);
-	}
-	freeaddrinfo(res);
 	if (fd < 0)
-		die("cannot connect to rank 0 at %s port %d", O.server, O.tcp_port);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		die("cannot connect to rank 0 at %s port %d: %s", O.server, O.tcp_port, why);
 	return fd;
 }
 
@@ -684,7 +626,7 @@ static void on_wc(struct ring *g, const struct ibv_wc *wc)
 static void ring_step(struct ring *g)
 {
 	struct ibv_wc wc[32];
-	double last = now_s();
+	double last = mrc_now_s();
 	unsigned long idle = 0;
 	int n, i;
 
@@ -707,14 +649,14 @@ static void ring_step(struct ring *g)
 		while (try_process(g))
 			moved = true;
 		if (moved || n) {
-			last = now_s();
+			last = mrc_now_s();
 			idle = 0;
 			continue;
 		}
 		if (++idle % 64 == 0) {
 			struct timespec ts = { 0, O.sleep_us * 1000L };
 
-			if (now_s() - last > O.stall_s)
+			if (mrc_now_s() - last > O.stall_s)
 				die("no progress for %.0f s: cts %u/%u recvd %u done %u sent %u acked %u of %u",
 				    O.stall_s, g->cts, g->cts_acked, g->recvd, g->done, g->sent,
 				    g->acked, T);
@@ -785,7 +727,7 @@ static bool barrier0(const struct report *mine, int64_t s, bool more)
 			fprintf(csv, "%" PRId64 ",%.1f,%d,%d,%" PRIu64 ",%.6f\n", ts, step_us[ts],
 				slow, ver, bad, t_start - start_mono);
 	}
-	if (more && O.max_s > 0 && now_s() - run_start > O.max_s) {
+	if (more && O.max_s > 0 && mrc_now_s() - run_start > O.max_s) {
 		msg("--max-time %.0f s reached after %" PRId64 " steps", O.max_s, s + 1);
 		capped = true;
 		go.step = GO_CAPPED;
@@ -849,7 +791,7 @@ static int run(void)
 	struct ring g = { 0 };
 	struct report rep = { .step = -1 };
 	uint64_t s = 0, n = O.warmup + O.steps;
-	double start = now_s();
+	double start = mrc_now_s();
 	bool more;
 
 	fill(0);
@@ -860,15 +802,15 @@ static int run(void)
 		g.base = s * T;
 		g.skip = (int64_t)s == O.skip_step && O.rank == 1;
 		rep.step = s;
-		rep.t_start = now_s();
+		rep.t_start = mrc_now_s();
 		if (s == O.warmup && !O.rank) {
 			start = start_mono = rep.t_start;
-			start_real = real_s();
+			start_real = mrc_wall_s();
 			msg("step 0 starts (after %" PRIu64 " warm-up steps)", O.warmup);
 		}
 		ring_step(&g);
 		steps_done = s + 1;
-		rep.t_done = now_s();
+		rep.t_done = mrc_now_s();
 		rep.bad = 0;
 		if (s % O.verify_every == 0 || s == n - 1)
 			rep.bad = verify(s, &rep.first_bad);
@@ -878,7 +820,7 @@ static int run(void)
 			fill(s + 1);
 		more = barrier(&rep, s, s + 1 < n);
 	}
-	summary(s, now_s() - start);
+	summary(s, mrc_now_s() - start);
 	fflush(stdout);
 	return (s == n || capped) && !total_bad ? 0 : 1;
 }
@@ -1011,7 +953,7 @@ static void options(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	t0 = now_s();
+	t0 = mrc_now_s();
 	options(argc, argv);
 	setup();
 	if (!O.rank) {

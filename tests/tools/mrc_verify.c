@@ -48,6 +48,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "mrc_ctl.h"
+
 #define NSGE_MAX	16		/* --max-sge at most */
 #define GUARD		64		/* poisoned bytes checked around targets */
 #define POISON		0xa5
@@ -139,30 +141,14 @@ static struct {
 /* ------------------------------------------------------------------------ */
 /* utilities                                                                  */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static double t_start;
-
-static double wall_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void msg(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stdout, "mrc_verify[%s %.3f]: ", O.role, now_s() - t_start);
+	fprintf(stdout, "mrc_verify[%s %.3f]: ", O.role, mrc_now_s() - t_start);
 	va_start(ap, fmt);
 	vfprintf(stdout, fmt, ap);
 	va_end(ap);
@@ -566,36 +552,14 @@ static bool ctl_eof;
 
 static void write_all(int fd, const void *buf, size_t len)
 {
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			die("control connection: write: %s", strerror(errno));
-		p += n;
-		len -= n;
-	}
+	if (mrc_xfer(fd, (void *)buf, len, true))
+		die("control connection: write: %s", strerror(errno));
 }
 
 static void read_all(int fd, void *buf, size_t len)
 {
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0)
-			die("control connection closed by the peer during setup");
-		if (n < 0)
-			die("control connection: read: %s", strerror(errno));
-		p += n;
-		len -= n;
-	}
+	if (mrc_xfer(fd, buf, len, false))
+		die("control connection: read: %s", strerror(errno));
 }
 
 static void ctl_send(uint32_t type, uint32_t qp, uint64_t a, uint64_t b,
@@ -638,56 +602,14 @@ static bool ctl_next(struct ctl *m)
 
 static void ctl_connect(void)
 {
-	int one = 1;
+	const char *why;
 
-	if (O.server) {
-		struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-		struct addrinfo *res, *ai;
-		char port[16];
-		double until = now_s() + 20;
-		int err;
-
-		snprintf(port, sizeof(port), "%d", O.tcp_port);
-		err = getaddrinfo(O.server, port, &hints, &res);
-		if (err)
-			die("getaddrinfo %s: %s", O.server, gai_strerror(err));
-		for (;;) {
-			for (ai = res; ai; ai = ai->ai_next) {
-				ctl_fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-				if (ctl_fd < 0)
-					continue;
-				if (!connect(ctl_fd, ai->ai_addr, ai->ai_addrlen))
-					break;
-				close(ctl_fd);
-				ctl_fd = -1;
-			}
-			if (ctl_fd >= 0 || now_s() > until)
-				break;
-			usleep(200000);	/* the server may not listen yet */
-		}
-		freeaddrinfo(res);
-		if (ctl_fd < 0)
-			die("cannot connect to %s port %d: %s", O.server, O.tcp_port,
-			    strerror(errno));
-	} else {
-		struct sockaddr_in6 sa = { .sin6_family = AF_INET6,
-					   .sin6_port = htons(O.tcp_port),
-					   .sin6_addr = IN6ADDR_ANY_INIT };
-		int ls = socket(AF_INET6, SOCK_STREAM, 0), zero = 0;
-
-		if (ls < 0)
-			die("socket: %s", strerror(errno));
-		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		setsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-		if (bind(ls, (struct sockaddr *)&sa, sizeof(sa)) || listen(ls, 1))
-			die("listen on port %d: %s", O.tcp_port, strerror(errno));
+	if (!O.server)
 		msg("listening on TCP port %d", O.tcp_port);
-		ctl_fd = accept(ls, NULL, NULL);
-		if (ctl_fd < 0)
-			die("accept: %s", strerror(errno));
-		close(ls);
-	}
-	setsockopt(ctl_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	ctl_fd = mrc_ctl_open(O.server, O.tcp_port, 20, &why);
+	if (ctl_fd < 0)
+		die("control connection, %s port %d: %s", O.server ? O.server : "listening on",
+		    O.tcp_port, why);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -779,7 +701,7 @@ static void error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stdout, "mrc_verify[%s %.3f]: ERROR: ", O.role, now_s() - t_start);
+	fprintf(stdout, "mrc_verify[%s %.3f]: ERROR: ", O.role, mrc_now_s() - t_start);
 	va_start(ap, fmt);
 	vfprintf(stdout, fmt, ap);
 	va_end(ap);
@@ -1825,18 +1747,18 @@ static void wait_start_at(void)
 	if (O.start_file) {
 		struct timespec ts = { .tv_nsec = 5 * 1000 * 1000 };
 		struct stat st;
-		double t0 = now_s();
+		double t0 = mrc_now_s();
 
 		msg("waiting for %s", O.start_file);
 		while (stat(O.start_file, &st)) {
-			if (now_s() - t0 > 600)
+			if (mrc_now_s() - t0 > 600)
 				die("--start-file %s: not there after 600 s", O.start_file);
 			nanosleep(&ts, NULL);
 		}
 	}
 	if (O.start_at <= 0)
 		return;
-	d = O.start_at - wall_s();
+	d = O.start_at - mrc_wall_s();
 	if (d < 0) {
 		msg("--start-at: ready %.3f s late", -d);
 		return;
@@ -1864,16 +1786,16 @@ static int run_verify(void)
 	wait_start_at();
 	ctl_send(CTL_READY, 0, 0, 0, 0, 0);
 	ctl_wait(CTL_READY, NULL);
-	t_start = now_s();
+	t_start = mrc_now_s();
 	t_run = t_start;
-	wall_run = wall_s();
+	wall_run = mrc_wall_s();
 	last_progress = t_run;
 	msg("running: seed 0x%" PRIx64 " qps %u max-size %u window %u ops 0x%x dirs %u %s %" PRIu64,
 	    P.seed, P.qps, P.max_size, P.window, P.ops_mask, P.dirs,
 	    P.iters ? "iters" : "duration-ms", P.iters ? P.iters : P.duration_ms);
 
 	while (!g_abort) {
-		double now = now_s();
+		double now = mrc_now_s();
 		int prog = 0;
 
 		for (i = 0; i < P.qps && !g_abort; i++)
@@ -1905,7 +1827,7 @@ static int run_verify(void)
 			break;
 		}
 		if (prog) {
-			last_progress = now_s();
+			last_progress = mrc_now_s();
 			continue;
 		}
 		if (now - last_progress > O.stall_s) {
@@ -1939,7 +1861,7 @@ static int run_verify(void)
 		}
 	}
 	check_async();
-	secs = now_s() - t_run;
+	secs = mrc_now_s() - t_run;
 	if (g_abort || S.errors) {
 		ctl_send(CTL_ERR, 0, 0, 0, 0, 0);
 		dump_state();
@@ -1976,7 +1898,7 @@ static int run_verify(void)
 /* wait for one completion (blocking with events), bounded by LIMIT seconds */
 static bool wait_wc(struct ibv_wc *wc, double limit)
 {
-	double until = now_s() + limit;
+	double until = mrc_now_s() + limit;
 
 	for (;;) {
 		int n = ibv_poll_cq(cq, 1, wc);
@@ -1985,7 +1907,7 @@ static bool wait_wc(struct ibv_wc *wc, double limit)
 			die("ibv_poll_cq: %d", n);
 		if (n)
 			return true;
-		if (now_s() > until)
+		if (mrc_now_s() > until)
 			return false;
 		if (ibv_req_notify_cq(cq, 0))
 			die("ibv_req_notify_cq");
@@ -2125,13 +2047,13 @@ static int run_badrkey(void)
 		case 3: raddr += (size_t)P.window * slot_size - 1024; break;
 		case 4: rkey = 0; break;
 		}
-		t0 = now_s();
+		t0 = mrc_now_s();
 		post1(q, t[i].opc, 1, q->src + 64, t[i].len, q->src_mr->lkey, raddr, rkey);
 		post1(q, IBV_WR_RDMA_WRITE, 2, q->src + 64, 64, q->src_mr->lkey,
 		      q->rem.wtgt_addr + (size_t)P.window * slot_size - 64, q->rem.wtgt_rkey);
 		got = wait_wc(&wc, 60);
 		printf("BADRKEY case=%u what=\"%s\" status=%s elapsed_ms=%.1f\n", i, t[i].what,
-		       got ? ibv_wc_status_str(wc.status) : "none", (now_s() - t0) * 1e3);
+		       got ? ibv_wc_status_str(wc.status) : "none", (mrc_now_s() - t0) * 1e3);
 		if (!got || wc.status != IBV_WC_REM_ACCESS_ERR || wc.wr_id != 1 ||
 		    wc.qp_num != q->qp->qp_num) {
 			error("%s: expected IBV_WC_REM_ACCESS_ERR for wr_id 1, got %s wr_id %" PRIu64,
@@ -2302,12 +2224,12 @@ static int run_retry(void)
 			usleep(10000);
 	}
 	msg("going: %s", ctl_eof ? "the server is gone" : "go-file appeared");
-	t0 = now_s();
+	t0 = mrc_now_s();
 	pat_fill(Q[0].src, 1, 0, 4096);
 	post1(&Q[0], IBV_WR_RDMA_WRITE, 7, Q[0].src, 4096, Q[0].src_mr->lkey,
 	      Q[0].rem.wtgt_addr, Q[0].rem.wtgt_rkey);
 	got = wait_wc(&wc, 600);
-	el = now_s() - t0;
+	el = mrc_now_s() - t0;
 	nominal = 4.096e-6 * (double)(1ull << P.timeout) * (P.retry_cnt + 1);
 	printf("RETRY status=%s wr_id=%" PRIu64 " elapsed_ms=%.1f nominal_ms=%.1f timeout=%u retry_cnt=%u\n",
 	       got ? ibv_wc_status_str(wc.status) : "none", got ? wc.wr_id : 0, el * 1e3,
@@ -2345,7 +2267,7 @@ static int run_rnr(void)
 
 		ctl_wait(CTL_POSTED, &m);
 		usleep(P.rnr_delay_ms * 1000);
-		t0 = now_s();
+		t0 = mrc_now_s();
 		if (ibv_post_recv(Q[1].qp, &wr, &bad))
 			die("ibv_post_recv: %s", strerror(errno));
 		got = wait_wc(&wc, 60);
@@ -2359,7 +2281,7 @@ static int run_rnr(void)
 			error("late receive: payload wrong at byte %zu", first);
 			fails++;
 		} else {
-			printf("RNR-RECV status=success after_post_ms=%.1f\n", (now_s() - t0) * 1e3);
+			printf("RNR-RECV status=success after_post_ms=%.1f\n", (mrc_now_s() - t0) * 1e3);
 		}
 		ctl_send(CTL_DONE, 0, 0, 0, fails, 0);
 		ctl_wait(CTL_DONE, &m);
@@ -2368,12 +2290,12 @@ static int run_rnr(void)
 	}
 	/* qp 0: no receive ever, finite rnr_retry */
 	pat_fill(Q[0].src, msg_key(my_dir, 0, 1), 0, 1024);
-	t0 = now_s();
+	t0 = mrc_now_s();
 	post1(&Q[0], IBV_WR_SEND, 5, Q[0].src, 1024, Q[0].src_mr->lkey, 0, 0);
 	got = wait_wc(&wc, 120);
 	printf("RNR qp=0 rnr_retry=%u min_rnr_timer=%u status=%s elapsed_ms=%.1f\n", P.rnr_retry,
 	       P.min_rnr_timer, got ? ibv_wc_status_str(wc.status) : "none",
-	       (now_s() - t0) * 1e3);
+	       (mrc_now_s() - t0) * 1e3);
 	if (!got || wc.status != IBV_WC_RNR_RETRY_EXC_ERR || wc.wr_id != 5) {
 		error("expected IBV_WC_RNR_RETRY_EXC_ERR, got %s",
 		      got ? ibv_wc_status_str(wc.status) : "no completion in 120 s");
@@ -2382,11 +2304,11 @@ static int run_rnr(void)
 	/* qp 1: rnr_retry 7, the receive comes late */
 	pat_fill(Q[1].src, msg_key(my_dir, 1, 1), 0, 1024);
 	ctl_send(CTL_POSTED, 1, 0, 0, 0, 0);
-	t0 = now_s();
+	t0 = mrc_now_s();
 	post1(&Q[1], IBV_WR_SEND, 6, Q[1].src, 1024, Q[1].src_mr->lkey, 0, 0);
 	got = wait_wc(&wc, 120);
 	printf("RNR qp=1 rnr_retry=7 receive_delay_ms=%u status=%s elapsed_ms=%.1f\n",
-	       P.rnr_delay_ms, got ? ibv_wc_status_str(wc.status) : "none", (now_s() - t0) * 1e3);
+	       P.rnr_delay_ms, got ? ibv_wc_status_str(wc.status) : "none", (mrc_now_s() - t0) * 1e3);
 	if (!got || wc.status != IBV_WC_SUCCESS || wc.wr_id != 6 || wc.opcode != IBV_WC_SEND) {
 		error("rnr_retry 7 with a late receive: expected success, got %s",
 		      got ? ibv_wc_status_str(wc.status) : "no completion in 120 s");
@@ -2564,7 +2486,7 @@ int main(int argc, char **argv)
 	int c, rc;
 	unsigned m;
 
-	t_start = now_s();
+	t_start = mrc_now_s();
 	O.role = "?";
 	signal(SIGPIPE, SIG_IGN);
 	while ((c = getopt_long(argc, argv, "d:i:g:p:n:D:q:s:S:m:o:w:vh", lo, NULL)) != -1) {

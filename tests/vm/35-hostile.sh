@@ -401,7 +401,7 @@ e_parse() {
 	fi
 }
 CASE="e)"
-if xfer_start 30; then
+if xfer_start $((30 * ${METAROCE_VM_TIMEOUT_FACTOR:-1})); then
 	snap_first "$RC_DEV_B"
 	used=" $(qp_numbers "$RC_DEV_B") "
 	noqp=$(((QB[lqpn] + 0x1357) % 0xfff000 + 2))
