@@ -110,6 +110,7 @@ enum mrc_fault {
 	MRC_FI_RNR_RESTART,	/* a second RNR NAK restarts the wait */
 	MRC_FI_CREDIT_IGNORED,	/* the peer's credit grant is ignored */
 	MRC_FI_NOT_ECT,		/* packets leave Not-ECT */
+	MRC_FI_NO_RETX,		/* resent requests lack the RETX flag */
 	MRC_FI_NR,
 };
 

@@ -640,7 +640,8 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 			qp->retx_charged_valid = true;
 		}
 		sport = mrc_pick_entropy(qp, sl->entropy, false, now);
-		err = mrc_build_req(qp, s, psn, n, true, now, sport);
+		err = mrc_build_req(qp, s, psn, n,
+				    !mrc_fault(MRC_FI_NO_RETX), now, sport);
 		if (err) {
 			if (err == -ENOMEM)
 				return false;
