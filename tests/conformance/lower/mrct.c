@@ -276,8 +276,13 @@ int main(int argc, char **argv)
 	printf("KTAP version 1\n1..%d\n", planned);
 	for (int i = first; i < argc; i++) {
 		if (load_case(&tc, argv[i])) {
-			printf("# %s: cannot load (needs id, level and reqs lines of MRC-<AREA>-<N> IDs)\n", argv[i]);
+			static struct mct_case bad;
+			const char *why = "cannot load (needs id, level and reqs lines of MRC-<AREA>-<N> IDs)";
+
+			printf("# %s: %s\n", argv[i], why);
 			counts[MCT_ERROR]++;
+			snprintf(bad.id, sizeof(bad.id), "%s", argv[i]);
+			mct_report_add(&bad, "load", MCT_ERROR, 0, 0, why);
 			continue;
 		}
 		for (int fam = 4; fam <= 6; fam += 2)

@@ -238,7 +238,7 @@ static int pics_has(const struct mct_env *env, const char *key)
 /* one profile's claim: every MUST case that needs @prof passed */
 static void claim(FILE *f, const struct mct_env *env, const char *prof)
 {
-	int pass = 0, waived = 0, bad = 0, na = 0;
+	int pass = 0, waived = 0, bad = 0, na = 0, inc = 0;
 	char failing[512] = "";
 
 	for (int i = 0; i < n_recs; i++) {
@@ -252,6 +252,8 @@ static void claim(FILE *f, const struct mct_env *env, const char *prof)
 			waived++;
 		} else if (r->res == MCT_NOT_APPLICABLE) {
 			na++;
+		} else if (r->res == MCT_INCONCLUSIVE) {
+			inc++;
 		} else {
 			bad++;
 			if (!has_word(failing, r->id) && strlen(failing) + strlen(r->id) + 3 < sizeof(failing))
@@ -265,6 +267,9 @@ static void claim(FILE *f, const struct mct_env *env, const char *prof)
 	else if (bad)
 		fprintf(f, "- %s: does NOT conform: %d MUST variants did not pass (%s)\n",
 			prof, bad, failing);
+	else if (inc)
+		fprintf(f, "- %s: no claim: %d MUST variants INCONCLUSIVE (run again)\n",
+			prof, inc);
 	else if (!pass)
 		fprintf(f, "- %s: no claim: no MUST case of it ran\n", prof);
 	else if (waived)
