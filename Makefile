@@ -10,6 +10,8 @@
 #   make bench      metaroce vs rxe benchmarks in the test bed (not in check)
 #   make conformance  the conformance suite alone in the test bed, with its
 #                   report (tests/conformance/README.md; also in check)
+#   make conformance-mutations  each deliberate driver deviation turned on
+#                   in turn: which cases catch it (not in check)
 #   make fuzz       libFuzzer harnesses of the engine, 20 s each (in check)
 #   make install    install the module (and point ld.so at the provider)
 #   make kmod       the test ULP module tests/kmod/mrc_ulp_test.ko (tests)
@@ -32,6 +34,7 @@ KBUILD_ARGS := -C $(KDIR) M=$(MOD_DIR) CONFIG_RDMA_METAROCE=m
 KMOD_ARGS := -C $(KDIR) M=$(CURDIR)/tests/kmod
 
 .PHONY: all module kmod provider deps check check-debug kunit fuzz vmtest lint demo bench conformance \
+	conformance-mutations \
 	install clean
 
 all: module provider
@@ -90,6 +93,16 @@ conformance: module
 	flock /tmp/metaroce-vm.lock scripts/vm-run --timeout 900 --out $(CONFORMANCE_OUT) \
 		tests/conformance/run
 	@echo "conformance report: $(CONFORMANCE_OUT)/conformance"
+
+# the mutation run (tests/conformance/mutations): a module with the
+# deliberate deviations compiled in, each turned on in turn (not in check)
+conformance-mutations:
+	$(MAKE) module CONFIG_RDMA_METAROCE_FAULT_INJECT=y
+	$(MAKE) -C tests/conformance/agent
+	$(MAKE) -C tests/conformance
+	flock /tmp/metaroce-vm.lock scripts/vm-run --timeout 1800 --out $(CONFORMANCE_OUT) \
+		tests/conformance/mutations
+	@echo "mutation table: $(CONFORMANCE_OUT)/mutations/mutations.md"
 
 install: module
 	$(MAKE) $(KBUILD_ARGS) INSTALL_MOD_DIR=updates modules_install

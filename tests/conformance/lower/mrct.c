@@ -6,10 +6,16 @@
  *
  *   mrct --if IFNAME --agent SOCKET [--self4 A --peer4 A] [--self6 A
  *        --peer6 A] [--pics FILE] [--waivers FILE] [--out DIR]
- *        [--turnaround MS] [-v] CASE...
+ *        [--turnaround MS] [--variants LIST] [-v] CASE...
+ *
+ * --variants: a comma list of ipv4 ipv6 psn0 psnwrap; a case runs only
+ * the variants it has and the list names (a family or PSN base the list
+ * does not mention at all is not restricted).
  *
  * KTAP on stdout, one result per test variant; a pcap of every variant
- * that did not pass in --out.  Exit status 0 when nothing failed
+ * that did not pass, junit.xml, matrix.md (requirement x verdict) and
+ * claims.md (one conformance claim per profile) in --out.  A variant
+ * found INCONCLUSIVE runs once more before its verdict counts.  Exit status 0 when nothing failed
  * (FAIL or ERROR), 1 otherwise.
  */
 #include <getopt.h>
@@ -18,12 +24,27 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "report.h"
 #include "script.h"
 
 static char waivers[64][2][128];
 static int n_waivers;
+/* --variants: which of a case's variants run (default all) */
+static int want_v4 = 1, want_v6 = 1, want_psn0 = 1, want_psnwrap = 1;
+
+static void pick_variants(const char *list)
+{
+	int fam = strstr(list, "ipv4") || strstr(list, "ipv6");
+	int psn = strstr(list, "psn0") || strstr(list, "psnwrap");
+
+	want_v4 = !fam || strstr(list, "ipv4");
+	want_v6 = !fam || strstr(list, "ipv6");
+	want_psn0 = !psn || strstr(list, "psn0");
+	want_psnwrap = !psn || strstr(list, "psnwrap");
+}
 
 static int load_kv(const char *path, char (*kv)[2][64], int max)
 {
@@ -71,6 +92,19 @@ static const char *waived(const char *id, const char *name)
 	return NULL;
 }
 
+static int load_case(struct mct_case *tc, const char *path)
+{
+	int err = mct_case_load(tc, path);
+
+	if (!err) {
+		tc->v4 &= want_v4;
+		tc->v6 &= want_v6;
+		tc->psn0 &= want_psn0;
+		tc->psnwrap &= want_psnwrap;
+	}
+	return err;
+}
+
 static int agent_open(const char *path)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -90,7 +124,8 @@ static void help(void)
 {
 	fprintf(stderr, "usage: mrct --if IFNAME --agent SOCKET [--self4 A --peer4 A]\n"
 		"            [--self6 A --peer6 A] [--pics FILE] [--waivers FILE]\n"
-		"            [--out DIR] [--turnaround MS] [-v] CASE...\n");
+		"            [--out DIR] [--turnaround MS] [--variants LIST] [-v]\n"
+		"            CASE...\n");
 	exit(2);
 }
 
@@ -103,6 +138,7 @@ static int opts(int argc, char **argv, struct mct_env *env, const char **out,
 		{ "self6", 1, NULL, '6' }, { "peer6", 1, NULL, '7' },
 		{ "pics", 1, NULL, 'p' }, { "waivers", 1, NULL, 'w' },
 		{ "out", 1, NULL, 'o' }, { "turnaround", 1, NULL, 't' },
+		{ "variants", 1, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, bad = 0;
@@ -143,6 +179,9 @@ static int opts(int argc, char **argv, struct mct_env *env, const char **out,
 		case 'v':
 			env->verbose = 1;
 			break;
+		case 'V':
+			pick_variants(optarg);
+			break;
 		default:
 			help();
 		}
@@ -160,7 +199,9 @@ static void run_variant(struct mct_env *env, struct mct_case *tc, int fam,
 {
 	struct mct_run *r = calloc(1, sizeof(*r));
 	char name[160], pcap[600];
+	struct timespec t0, t1;
 	enum mct_result res;
+	int reruns = 0;
 	const char *w;
 
 	snprintf(name, sizeof(name), "%s.ipv%d.%s", tc->id, fam, wrap ? "psnwrap" : "psn0");
@@ -169,9 +210,19 @@ static void run_variant(struct mct_env *env, struct mct_case *tc, int fam,
 	r->tc = tc;
 	r->family = fam;
 	r->psnwrap = wrap;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	mct_pcap_open(&env->io, pcap);
 	res = mct_case_run(r);
 	mct_pcap_close(&env->io);
+	if (res == MCT_INCONCLUSIVE) {
+		/* once more before it counts: timing may have been unlucky */
+		printf("# %s: INCONCLUSIVE (%s), run again\n", name, r->why);
+		reruns++;
+		mct_pcap_open(&env->io, pcap);
+		res = mct_case_run(r);
+		mct_pcap_close(&env->io);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	w = waived(tc->id, name);
 	if (res == MCT_FAIL && w) {
 		res = MCT_WAIVED;
@@ -182,6 +233,8 @@ static void run_variant(struct mct_env *env, struct mct_case *tc, int fam,
 		unlink(pcap);
 	counts[res]++;
 	n_tests++;
+	mct_report_add(tc, name + strlen(tc->id) + 1, res, reruns,
+		       t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9, r->why);
 	if (res != MCT_PASS)
 		printf("# %s: %s %s: %s\n", name, tc->level, mct_result_name(res), r->why);
 	switch (res) {
@@ -216,15 +269,20 @@ int main(int argc, char **argv)
 	if (env.agent < 0)
 		return 2;
 	for (int i = first; i < argc; i++)
-		if (!mct_case_load(&tc, argv[i])) {
+		if (!load_case(&tc, argv[i])) {
 			planned += (tc.v4 + tc.v6) * (tc.psn0 + tc.psnwrap);
 			mct_case_free(&tc);
 		}
 	printf("KTAP version 1\n1..%d\n", planned);
 	for (int i = first; i < argc; i++) {
-		if (mct_case_load(&tc, argv[i])) {
-			printf("# %s: cannot load (needs id, level and reqs lines of MRC-<AREA>-<N> IDs)\n", argv[i]);
+		if (load_case(&tc, argv[i])) {
+			static struct mct_case bad;
+			const char *why = "cannot load (needs id, level and reqs lines of MRC-<AREA>-<N> IDs)";
+
+			printf("# %s: %s\n", argv[i], why);
 			counts[MCT_ERROR]++;
+			snprintf(bad.id, sizeof(bad.id), "%s", argv[i]);
+			mct_report_add(&bad, "load", MCT_ERROR, 0, 0, why);
 			continue;
 		}
 		for (int fam = 4; fam <= 6; fam += 2)
@@ -238,5 +296,7 @@ int main(int argc, char **argv)
 	       counts[MCT_PASS], counts[MCT_FAIL], counts[MCT_INCONCLUSIVE],
 	       counts[MCT_NOT_APPLICABLE], counts[MCT_ERROR], counts[MCT_WAIVED]);
 	mct_io_close(&env.io);
+	if (mct_report_write(out, &env))
+		perror("mrct: reports");
 	return counts[MCT_FAIL] || counts[MCT_ERROR] ? 1 : 0;
 }

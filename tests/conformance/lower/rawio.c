@@ -114,6 +114,16 @@ int mct_io_open(struct mct_io *io, const char *ifname)
 	return 0;
 }
 
+unsigned int mct_io_drops(struct mct_io *io)
+{
+	struct tpacket_stats st = { 0 };
+	socklen_t len = sizeof(st);
+
+	if (getsockopt(io->cap, SOL_PACKET, PACKET_STATISTICS, &st, &len))
+		return 0;
+	return st.tp_drops;
+}
+
 void mct_io_close(struct mct_io *io)
 {
 	close(io->raw4);

@@ -52,6 +52,8 @@ int mct_addr_parse(const char *s, struct mct_addr *a);
 const char *mct_addr_str(const struct mct_addr *a, char *buf, size_t cap);
 int mct_io_open(struct mct_io *io, const char *ifname);
 void mct_io_close(struct mct_io *io);
+/* frames the capture socket dropped since the last call */
+unsigned int mct_io_drops(struct mct_io *io);
 /* send one metaroce packet from io->self to io->peer */
 int mct_io_send(struct mct_io *io, const struct mct_ipmeta *m,
 		const uint8_t *pay, size_t len);

@@ -769,6 +769,24 @@ static int do_assert(struct mct_run *r, char *args)
 	return MCT_PASS;
 }
 
+static int do_line(struct mct_run *r, char *s);
+
+/*
+ * "pre STATEMENT": a precondition that only timing can break (the DUT had
+ * to do something first within a bound); its failure makes the variant
+ * INCONCLUSIVE, not FAIL.
+ */
+static int do_pre(struct mct_run *r, char *args)
+{
+	char why[sizeof(r->why)];
+	int res = do_line(r, args);
+
+	if (res != MCT_FAIL)
+		return res;
+	snprintf(why, sizeof(why), "%s", r->why);
+	return verdict(r, MCT_INCONCLUSIVE, "precondition not met: %s", why);
+}
+
 static int do_line(struct mct_run *r, char *s)
 {
 	char *args = s + strcspn(s, " ");
@@ -801,6 +819,8 @@ static int do_line(struct mct_run *r, char *s)
 	}
 	if (!strcmp(s, "assert"))
 		return do_assert(r, args);
+	if (!strcmp(s, "pre"))
+		return do_pre(r, args);
 	if (!strcmp(s, "set")) {
 		if (sscanf(args, "%95s = %511[^\n]", name, expr) != 2 ||
 		    eval(r, expr, &v))
@@ -830,6 +850,7 @@ enum mct_result mct_case_run(struct mct_run *r)
 	struct mct_env *env = r->env;
 	char line[1024], reply[256], a[64];
 	int res = MCT_PASS;
+	unsigned int drops;
 
 	r->n_vars = 0;
 	r->why[0] = 0;
@@ -851,6 +872,7 @@ enum mct_result mct_case_run(struct mct_run *r)
 	if (agent_cmd(r, "RESET", reply, sizeof(reply)) || strncmp(reply, "OK", 2))
 		return verdict(r, MCT_ERROR, "agent RESET: %s", reply);
 	mct_io_flush(&env->io);
+	mct_io_drops(&env->io);
 	for (int i = 0; i < r->tc->n_lines && res == MCT_PASS; i++) {
 		snprintf(line, sizeof(line), "%s", r->tc->line[i]);
 		if (env->verbose)
@@ -865,6 +887,14 @@ enum mct_result mct_case_run(struct mct_run *r)
 	}
 	if (res == MCT_PASS)
 		res = drain(r, 50);
+	drops = mct_io_drops(&env->io);
+	if (res == MCT_FAIL && drops) {
+		size_t n = strlen(r->why);
+
+		snprintf(r->why + n, sizeof(r->why) - n,
+			 "; the capture lost %u frames", drops);
+		res = MCT_INCONCLUSIVE;
+	}
 	agent_cmd(r, "RESET", reply, sizeof(reply));
 	return res;
 }

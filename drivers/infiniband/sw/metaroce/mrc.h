@@ -86,6 +86,47 @@ extern bool mrc_credit_ecn;
 extern unsigned int mrc_credit_hold_us;
 extern struct workqueue_struct *mrc_wq;
 
+/*
+ * Deliberate protocol deviations for the conformance suite's mutation run
+ * (tests/conformance/mutations): bit N of the fault_inject parameter turns
+ * on deviation N.  Compiled in only with CONFIG_RDMA_METAROCE_FAULT_INJECT;
+ * without it every test below is the constant false.
+ */
+enum mrc_fault {
+	MRC_FI_TS_ECHO,		/* ACKs echo TSval + 1 */
+	MRC_FI_ENTROPY_ECHO,	/* ACKs echo the source port + 1 */
+	MRC_FI_NO_CE_ECHO,	/* ACKs never carry ACKF_CE */
+	MRC_FI_SACK_SHIFT,	/* SACK bit 0 names cum + 2, not cum + 1 */
+	MRC_FI_CUM_AHEAD,	/* the cumulative ACK is one past what arrived */
+	MRC_FI_NO_DUP_FLAG,	/* the ACK of a duplicate lacks ACKF_DUP */
+	MRC_FI_ACK_BEYOND,	/* a PSN beyond the window is ACKed */
+	MRC_FI_RSVD_IGNORED,	/* the base header's reserved nibble is ignored */
+	MRC_FI_SQPN_IGNORED,	/* the source QPN is not checked */
+	MRC_FI_ATOMIC_TWICE,	/* a duplicate atomic executes again */
+	MRC_FI_NAK_CODE,	/* remote access NAKs carry REM_OP */
+	MRC_FI_RNR_TIMER,	/* RNR NAKs carry min_rnr_timer + 1 */
+	MRC_FI_READ_MSGLEN,	/* READ responses' MsgLen ends at the segment */
+	MRC_FI_RNR_RESTART,	/* a second RNR NAK restarts the wait */
+	MRC_FI_CREDIT_IGNORED,	/* the peer's credit grant is ignored */
+	MRC_FI_NOT_ECT,		/* packets leave Not-ECT */
+	MRC_FI_NO_RETX,		/* resent requests lack the RETX flag */
+	MRC_FI_NR,
+};
+
+#ifdef MRC_FAULT_INJECT
+extern unsigned long mrc_fault_inject;
+
+static inline bool mrc_fault(enum mrc_fault f)
+{
+	return unlikely(READ_ONCE(mrc_fault_inject) & BIT(f));
+}
+#else
+static inline bool mrc_fault(enum mrc_fault f)
+{
+	return false;
+}
+#endif
+
 /* statistic counters, see mrc_stats.c for names */
 enum mrc_stat {
 	MRC_ST_TX_PKTS,

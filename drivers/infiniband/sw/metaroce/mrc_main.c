@@ -129,6 +129,34 @@ bool mrc_tx_zcopy = true;
 module_param_named(tx_zcopy, mrc_tx_zcopy, bool, 0644);
 MODULE_PARM_DESC(tx_zcopy, "SEND, WRITE and READ response packets of 1024 bytes or more reference the pages of user MRs instead of copying them (default on; off: every payload is copied into the packet)");
 
+#ifdef MRC_FAULT_INJECT
+unsigned long mrc_fault_inject;
+
+static int mrc_fault_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned long v;
+	int err = kstrtoul(val, 0, &v);
+
+	if (err)
+		return err;
+	if (v >= BIT(MRC_FI_NR))
+		return -EINVAL;
+	if (v)
+		pr_warn("metaroce: fault_inject=%#lx: this host breaks the protocol on purpose\n",
+			v);
+	WRITE_ONCE(mrc_fault_inject, v);
+	return 0;
+}
+
+static const struct kernel_param_ops mrc_fault_ops = {
+	.set = mrc_fault_set,
+	.get = param_get_ulong,
+};
+module_param_cb(fault_inject, &mrc_fault_ops, &mrc_fault_inject, 0644);
+MODULE_PARM_DESC(fault_inject, "Conformance testing only: a bit mask of deliberate protocol deviations (enum mrc_fault in mrc.h; default 0, none)");
+
+#endif
+
 struct workqueue_struct *mrc_wq;
 
 struct mrc_dev *mrc_dev_from_netdev(struct net_device *ndev)

@@ -420,6 +420,9 @@ void mrc_xmit(struct mrc_qp *qp, struct sk_buff *skb, u16 sport)
 	/* RC data and ACKs are ECN-capable: the sender reacts to CE */
 	u8 tos = (qp->tos & ~INET_ECN_MASK) | INET_ECN_ECT_0;
 
+	if (mrc_fault(MRC_FI_NOT_ECT))
+		tos &= ~INET_ECN_MASK;
+
 	if (qp->is_ipv6)
 		mrc_udp_xmit6(qp->mdev, skb, &qp->saddr6, &qp->daddr6, sport,
 			      tos, qp->ttl, &qp->dst_cache);
@@ -526,6 +529,8 @@ static void mrc_rcv_skb(struct mrc_dev *mdev, struct sk_buff *skb,
 
 	mrc_stat_inc(mdev, MRC_ST_RX_PKTS);
 	mrc_stat_add(mdev, MRC_ST_RX_BYTES, skb->len);
+	if (mrc_fault(MRC_FI_RSVD_IGNORED) && !skb_ensure_writable(skb, 1))
+		skb->data[0] &= 0xf0;
 	err = mrc_wire_parse(skb->data, skb->len, &p);
 	if (err) {
 		mrc_count_drop(mdev, -err);
@@ -541,7 +546,8 @@ static void mrc_rcv_skb(struct mrc_dev *mdev, struct sk_buff *skb,
 		mrc_count_drop(mdev, MRC_DROP_NO_QP);
 		goto free;
 	}
-	if (qp->ibqp.qp_type != IB_QPT_RC || p.sqpn != qp->dest_qpn ||
+	if (qp->ibqp.qp_type != IB_QPT_RC ||
+	    (p.sqpn != qp->dest_qpn && !mrc_fault(MRC_FI_SQPN_IGNORED)) ||
 	    !mrc_src_ok(qp, skb)) {
 		mrc_count_drop(mdev, MRC_DROP_BAD_SRC);
 		mrc_qp_put(qp);

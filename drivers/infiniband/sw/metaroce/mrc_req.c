@@ -640,7 +640,8 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 			qp->retx_charged_valid = true;
 		}
 		sport = mrc_pick_entropy(qp, sl->entropy, false, now);
-		err = mrc_build_req(qp, s, psn, n, true, now, sport);
+		err = mrc_build_req(qp, s, psn, n,
+				    !mrc_fault(MRC_FI_NO_RETX), now, sport);
 		if (err) {
 			if (err == -ENOMEM)
 				return false;
@@ -864,7 +865,7 @@ static void mrc_req_apply_wnd(struct mrc_qp *qp)
 {
 	u32 w = min(mrc_cc_wnd(&qp->cc), qp->win_max);
 
-	if (qp->credit)
+	if (qp->credit && !mrc_fault(MRC_FI_CREDIT_IGNORED))
 		w = min(w, mrc_req_credit_wnd(qp));
 	qp->tx.wnd = w;
 	if (qp->pacing)
@@ -1082,7 +1083,7 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 		/* one RNR wait at a time: the other packets of the message
 		 * were refused for the same reason
 		 */
-		if (qp->rnr_wait)
+		if (qp->rnr_wait && !mrc_fault(MRC_FI_RNR_RESTART))
 			break;
 		if (qp->rnr_retry != 7) {
 			if (!qp->rnr_left) {

@@ -11,6 +11,17 @@ static struct mrc_rmsg *mrc_rmsg(struct mrc_qp *qp, u32 rmsn)
 	return &qp->rmsg[rmsn & (qp->rmsg_n - 1)];
 }
 
+/* deliberate errors in an ACK's echo fields (mrc_fault()) */
+static void mrc_fault_ack(struct mrc_qp *qp, struct mrc_pkt *p)
+{
+	if (mrc_fault(MRC_FI_TS_ECHO))
+		p->ack.ts_echo++;
+	if (mrc_fault(MRC_FI_RNR_TIMER) && p->ack.syndrome == MRC_SYN_RNR)
+		p->ack.rnr_timer = (p->ack.rnr_timer + 1) & 31;
+	if (mrc_fault(MRC_FI_NAK_CODE) && p->ack.syndrome == MRC_SYN_REM_ACCESS)
+		p->ack.syndrome = MRC_SYN_REM_OP;
+}
+
 /* build an ACK (or NAK) for the current receive state (locked) */
 void mrc_send_ack(struct mrc_qp *qp, u8 syndrome, u32 nak_psn)
 {
@@ -24,7 +35,8 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 	struct sk_buff *skb;
 	struct mrc_pkt p;
 
-	mrc_pkt_init(qp, &p, MRC_OP_ACK, qp->rx.nxt, now);
+	mrc_pkt_init(qp, &p, MRC_OP_ACK,
+		     qp->rx.nxt + mrc_fault(MRC_FI_CUM_AHEAD), now);
 	p.pmtu_shift = mrc_seg_shift_max(qp->mdev);
 	p.ack.max_dgram = mrc_qp_dgram_max(qp);
 	p.ack.syndrome = syndrome;
@@ -33,6 +45,7 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 			nak_psn : 0;
 	p.ack.rnr_timer = syndrome == MRC_SYN_RNR ? qp->min_rnr_timer : 0;
 	p.ack.ts_echo = qp->last_tsval;
+	mrc_fault_ack(qp, &p);
 	p.ack.delay = now - qp->last_arrival;
 	if (qp->ack_held) {
 		/* a rotation hold is the sender's wait, as queueing would be */
@@ -42,8 +55,10 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 		mrc_resp_unhold(qp);
 	}
 	p.ack.ce_count = min_t(u32, qp->ackc.ce, U16_MAX);
-	p.ack.entropy = qp->last_entropy;
+	p.ack.entropy = qp->last_entropy + mrc_fault(MRC_FI_ENTROPY_ECHO);
 	p.ack.flags = flags | (qp->last_ce ? MRC_ACKF_CE : 0);
+	if (mrc_fault(MRC_FI_NO_CE_ECHO))
+		p.ack.flags &= ~MRC_ACKF_CE;
 	if (mrc_credits) {
 		spin_lock(&qp->mdev->credit_lock);
 		p.ack.credit = mrc_credit_grant(&qp->mdev->credit);
@@ -52,6 +67,8 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 	}
 	p.ack.sack_words = mrc_rx_sack(&qp->rx, p.ack.sack,
 				       MRC_ACK_MAX_SACKW);
+	if (mrc_fault(MRC_FI_SACK_SHIFT))
+		p.ack.sack[0] <<= 1;
 	hlen = mrc_wire_hdr_len(MRC_OP_ACK, 0, p.ack.sack_words);
 	p.hdr_len = hlen;
 	mrc_ackc_sent(&qp->ackc);
@@ -846,6 +863,8 @@ static bool mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 	p.hdr_len = hlen;
 	p.rresp.offset = e->offset + e->done;
 	p.rresp.msg_len = e->offset + e->len;
+	if (mrc_fault(MRC_FI_READ_MSGLEN))
+		p.rresp.msg_len = p.rresp.offset + pay;
 	skb = NULL;
 	if (mrc_skb_zcopy(pay)) {
 		skb = mrc_skb_alloc(qp, hlen, 0);
@@ -1047,7 +1066,13 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	}
 	v = mrc_rx_classify(&qp->rx, p->psn, n);
 	if (v == MRC_RX_BEYOND) {
+		bool ack = mrc_fault(MRC_FI_ACK_BEYOND);
+
+		if (ack)
+			mrc_send_ack(qp, MRC_SYN_ACK, 0);
 		spin_unlock_bh(&qp->lock);
+		if (ack)
+			mrc_flush_txq(qp);
 		mrc_count_drop(mdev, MRC_DROP_OUT_OF_WINDOW);
 		return;
 	}
@@ -1079,6 +1104,12 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 			else
 				fatal = mrc_rd_schedule(qp);
 			run = true;
+		} else if ((p->opcode == MRC_OP_ATOMIC_CS ||
+			    p->opcode == MRC_OP_ATOMIC_FA) &&
+			   mrc_fault(MRC_FI_ATOMIC_TWICE)) {
+			if (mrc_rd_queue(qp, p, n, true))
+				fatal = mrc_rd_schedule(qp);
+			run = true;
 		} else if (p->opcode == MRC_OP_ATOMIC_CS ||
 			   p->opcode == MRC_OP_ATOMIC_FA) {
 			if (!mrc_rd_replay_atomic(qp, p->psn))
@@ -1086,7 +1117,9 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 			run = true;
 		}
 		mrc_ackc_rx(&qp->ackc, now, flags | MRC_ACKC_DUP);
-		mrc_send_ack_flags(qp, MRC_SYN_ACK, p->psn, MRC_ACKF_DUP);
+		mrc_send_ack_flags(qp, MRC_SYN_ACK, p->psn,
+				   mrc_fault(MRC_FI_NO_DUP_FLAG) ? 0 :
+				   MRC_ACKF_DUP);
 		goto out;
 	}
 	if ((p->flags & MRC_F_ORDERED) && p->psn != qp->rx.nxt) {
