@@ -68,4 +68,27 @@ if [ "$rc" -ne 0 ] && [ "$T_FAIL" -eq "$before" ]; then
 elif [ "$rc" -eq 0 ] && [ "$T_FAIL" -ne "$before" ]; then
 	t_fail "tests/conformance/run exited 0 but cases failed"
 fi
+
+# the tester's own self-tests against the same DUT: each must-fail-* case
+# expects what a conforming DUT does not do, so it must FAIL; the
+# must-inconclusive-* case has a precondition the DUT is never asked to
+# meet, so it must end INCONCLUSIVE (not FAIL)
+bash "$CONF/run" --out "$out/tester-selftest" "$CONF"/lower/selftest/*.mrct \
+	>"$out/tester-selftest.ktap" 2>&1
+for f in "$CONF"/lower/selftest/*.mrct; do
+	id=$(awk '$1 == "id" { print $2; exit }' "$f")
+	case $id in
+	*must-fail*) want=FAIL ;;
+	*must-inconclusive*) want=INCONCLUSIVE ;;
+	*) continue ;;
+	esac
+	got=$(grep -E "^(not )?ok [0-9]+ ${id}[.]" "$out/tester-selftest.ktap" |
+		sed -E 's/^ok .*/PASS/; s/^not ok .* # ([A-Z_]+).*/\1/' | sort -u | tr '\n' ' ')
+	if [ "$got" = "$want " ]; then
+		t_ok "tester self-test $id ends $want"
+	else
+		t_fail "tester self-test $id ends $want" "got: ${got:-no result}" \
+			"$(grep -F "$id" "$out/tester-selftest.ktap" | head -n 6)"
+	fi
+done
 t_summary
