@@ -223,7 +223,7 @@ int main(int argc, char **argv)
 	printf("KTAP version 1\n1..%d\n", planned);
 	for (int i = first; i < argc; i++) {
 		if (mct_case_load(&tc, argv[i])) {
-			printf("# %s: cannot load (needs id, level and reqs lines of MRC-<AREA>-<N> IDs)\n", argv[i]);
+			printf("# %s: cannot load (needs id, level and reqs lines of MRC-<AREA>-<N> IDs, and variants naming a family and a PSN base)\n", argv[i]);
 			counts[MCT_ERROR]++;
 			continue;
 		}

@@ -148,6 +148,9 @@ int mct_case_load(struct mct_case *tc, const char *path)
 	snprintf(tc->path, sizeof(tc->path), "%s", path);
 	if (load_lines(tc, path, 0, &body))
 		return -1;
+	/* a case with no variant would run nothing and pass silently */
+	if (!(tc->v4 || tc->v6) || !(tc->psn0 || tc->psnwrap))
+		return -1;
 	return tc->id[0] && tc->level[0] && reqs_valid(tc->reqs) ? 0 : -1;
 }
 
