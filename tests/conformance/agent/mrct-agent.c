@@ -866,7 +866,8 @@ static int ud_rtr_rts(struct obj *qp, struct opt *o)
 /*
  * CONNECT <qp> dgid=<ip> dqpn=<n> rq_psn=<n> sq_psn=<n> [pmtu= timeout= retry=
  * rnr_retry= min_rnr= max_rd_atomic= max_dest_rd_atomic= hop_limit= tclass=
- * qkey=]: RESET -> INIT -> RTR -> RTS.  UD needs only sq_psn.
+ * qkey= upto=INIT|RTR]: RESET -> INIT -> RTR -> RTS, or only as far as upto=
+ * (a QP left in INIT or RTR, for the state tests).  UD needs only sq_psn.
  */
 static int cmd_connect(int argc, char **argv)
 {
@@ -875,21 +876,31 @@ static int cmd_connect(int argc, char **argv)
 		OPT("sq_psn", 0xffffff), OPT("pmtu", 4096), OPT("timeout", 31), OPT("retry", 7),
 		OPT("rnr_retry", 7), OPT("min_rnr", 31), OPT("max_rd_atomic", 255),
 		OPT("max_dest_rd_atomic", 255), OPT("hop_limit", 255), OPT("tclass", 255),
-		OPT("qkey", UINT32_MAX), { .key = NULL }
+		OPT("qkey", UINT32_MAX), OPT("upto", 4), { .key = NULL }
 	};
 	struct obj *qp = lookup(argv[1], 1u << T_QP);
 	static const char *const rc_need[] = { "dgid", "dqpn", "rq_psn", "sq_psn" };
+	uint64_t upto;
 	size_t i;
 
 	if (!qp || parse_opts(argc - 2, argv + 2, o))
 		return -1;
+	/* upto=1 (INIT), 2 (RTR); the ibv_qp_state numbers */
+	upto = opt_or(o, "upto", IBV_QPS_RTS);
+	if (upto < IBV_QPS_INIT)
+		return fail(EINVAL, "upto= is 1 (INIT), 2 (RTR) or 3 (RTS)");
 	for (i = 0; i < ARRAY_SIZE(rc_need); i++)
 		if ((qp->qpt == IBV_QPT_RC || i == 3) && !opt_find(o, rc_need[i])->set)
 			return fail(EINVAL, "%s= is required", rc_need[i]);
 	if (to_init(qp, o))
 		return -1;
-	if (qp->qpt == IBV_QPT_UD ? ud_rtr_rts(qp, o) : rc_rtr(qp, o) || rc_rts(qp, o))
+	if (upto == IBV_QPS_INIT)
+		goto done;
+	if (qp->qpt == IBV_QPT_UD ? ud_rtr_rts(qp, o) : rc_rtr(qp, o))
 		return -1;
+	if (qp->qpt == IBV_QPT_RC && upto == IBV_QPS_RTS && rc_rts(qp, o))
+		return -1;
+done:
 	put("OK");
 	return 0;
 }
@@ -905,7 +916,7 @@ static const char *state_str(enum ibv_qp_state s)
 	return (unsigned int)s < ARRAY_SIZE(n) && n[s] ? n[s] : "UNKNOWN";
 }
 
-/* MODIFY <qp> state=ERR|RESET */
+/* MODIFY <qp> state=ERR|RESET|SQD|RTS (SQD and RTS: between RTS and SQD) */
 static int cmd_modify(int argc, char **argv)
 {
 	struct obj *qp = lookup(argv[1], 1u << T_QP);
@@ -918,8 +929,12 @@ static int cmd_modify(int argc, char **argv)
 		a.qp_state = IBV_QPS_ERR;
 	else if (!strcmp(argv[2], "state=RESET"))
 		a.qp_state = IBV_QPS_RESET;
+	else if (!strcmp(argv[2], "state=SQD"))
+		a.qp_state = IBV_QPS_SQD;
+	else if (!strcmp(argv[2], "state=RTS"))
+		a.qp_state = IBV_QPS_RTS;
 	else
-		return fail(EINVAL, "only state=ERR or state=RESET");
+		return fail(EINVAL, "only state=ERR, RESET, SQD or RTS");
 	if (modify(qp, &a, IBV_QP_STATE, state_str(a.qp_state)))
 		return -1;
 	put("OK");

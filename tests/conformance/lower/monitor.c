@@ -177,7 +177,10 @@ int mct_mon_dut(struct mct_monitor *m, const struct mct_frame *f)
 			    mct_reason_name(v.reason), v.rule);
 	if (f->ip.dport != MCT_PORT)
 		return fail(m, "MON destination port %u", f->ip.dport);
-	if (f->ip.ecn != 2)
+	/* UD has no congestion control: its datagrams are Not-ECT (MRC-UD-2) */
+	if (p.opcode == MCT_OP_UD_SEND && f->ip.ecn)
+		return fail(m, "MON UD_SEND with ECN %u, not Not-ECT", f->ip.ecn);
+	if (p.opcode != MCT_OP_UD_SEND && f->ip.ecn != 2)
 		return fail(m, "MON ECN %u, not ECT(0)", f->ip.ecn);
 	if (!f->ip.df)
 		return fail(m, "MON DF clear");

@@ -114,6 +114,15 @@ static void headers(void)
 	ip.bad_csum = 0;
 	ip.dport = 4791;
 	feed("to port 4791", &p, -1, &ip);
+	/* UD has no congestion control: Not-ECT (MRC-UD-2) */
+	start();
+	ip.dport = MCT_PORT;
+	mct_template(&p, MCT_OP_UD_SEND);
+	p.pmtu = 10;
+	feed("UD_SEND with ECT(0)", &p, -1, &ip);
+	start();
+	ip.ecn = 0;
+	feed("UD_SEND Not-ECT", &p, 0, &ip);
 }
 
 static void resends(void)

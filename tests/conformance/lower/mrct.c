@@ -277,7 +277,7 @@ int main(int argc, char **argv)
 	for (int i = first; i < argc; i++) {
 		if (load_case(&tc, argv[i])) {
 			static struct mct_case bad;
-			const char *why = "cannot load (needs id, level and reqs lines of MRC-<AREA>-<N> IDs)";
+			const char *why = "cannot load (needs id, level and reqs lines of MRC-<AREA>-<N> IDs, and variants naming a family and a PSN base)";
 
 			printf("# %s: %s\n", argv[i], why);
 			counts[MCT_ERROR]++;

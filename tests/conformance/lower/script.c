@@ -148,6 +148,9 @@ int mct_case_load(struct mct_case *tc, const char *path)
 	snprintf(tc->path, sizeof(tc->path), "%s", path);
 	if (load_lines(tc, path, 0, &body))
 		return -1;
+	/* a case with no variant would run nothing and pass silently */
+	if (!(tc->v4 || tc->v6) || !(tc->psn0 || tc->psnwrap))
+		return -1;
 	/* the tester's own self-tests (lower/selftest) check no requirement */
 	if (!strncmp(tc->id, "selftest-", 9) && !strcmp(tc->reqs, "none"))
 		return tc->level[0] ? 0 : -1;
@@ -360,6 +363,35 @@ static int do_agent(struct mct_run *r, char *args, int fail_res)
 }
 
 /* connect Q [args]: CONNECT Q's QP to the tester's QPN and PSNs */
+/*
+ * try [NAME =] CMD ARGS: an agent command whose refusal is an outcome,
+ * not an error: NAME.status is the reply's first word (OK, ERR,
+ * UNSUPPORTED), NAME.errno the ERR's errno name
+ */
+static int do_try(struct mct_run *r, char *args)
+{
+	char cmd[1024], reply[2048], name[64] = "try", key[96], word[48] = "";
+	char *eq = strstr(args, " = ");
+
+	if (eq && strcspn(args, " ") == (size_t)(eq - args)) {
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - args), args);
+		args = eq + 3;
+	}
+	if (subst(r, args, cmd, sizeof(cmd)))
+		return MCT_ERROR;
+	if (agent_cmd(r, cmd, reply, sizeof(reply)))
+		return verdict(r, MCT_ERROR, "agent connection lost at '%s'", cmd);
+	snprintf(key, sizeof(key), "%s.status", name);
+	var_set(r, key, "%.*s", (int)strcspn(reply, " "), reply);
+	if (!strncmp(reply, "ERR ", 4))
+		sscanf(reply + 4, "%47s", word);
+	snprintf(key, sizeof(key), "%s.errno", name);
+	var_set(r, key, "%s", word[0] ? word : "-");
+	if (!strncmp(reply, "OK", 2))
+		reply_vars(r, name, reply);
+	return MCT_PASS;
+}
+
 static int do_connect(struct mct_run *r, char *args)
 {
 	char q[64], line[512], self[64];
@@ -598,7 +630,8 @@ static void remember(struct mct_run *r, const struct mct_pkt *p,
 	static const char *const keep[] = {
 		"psn", "tsval", "flags", "dqpn", "sqpn", "rkey", "va", "msglen",
 		"offset", "len", "imm", "rmsn", "nakpsn", "syndrome", "credit",
-		"pmtu", "swap", "compare",
+		"pmtu", "swap", "compare", "tsecho", "delay", "ackflags",
+		"cecnt", "qkey", "sackw", "sack0", "entropy", "orig",
 	};
 	char name[32];
 	uint64_t v;
@@ -606,6 +639,7 @@ static void remember(struct mct_run *r, const struct mct_pkt *p,
 	r->last = *p;
 	r->last_ip = *ip;
 	for (size_t i = 0; i < ARRAY_SIZE(keep); i++) {
+		v = 0;
 		mct_field_get(p, keep[i], &v);
 		snprintf(name, sizeof(name), "last.%s", keep[i]);
 		var_set(r, name, "0x%llx", (unsigned long long)v);
@@ -755,19 +789,23 @@ static int do_assert(struct mct_run *r, char *args)
 {
 	char a[256], b[256], op[4], sa[512], sb[512];
 	uint64_t va, vb;
-	int eq;
+	int num, ok;
 
 	if (sscanf(args, "%255s %3s %255s", a, op, b) != 3 ||
-	    (strcmp(op, "==") && strcmp(op, "!=")))
-		return verdict(r, MCT_ERROR, "assert A == B or A != B");
+	    (strcmp(op, "==") && strcmp(op, "!=") && strcmp(op, "<") && strcmp(op, "<=")))
+		return verdict(r, MCT_ERROR, "assert A OP B, OP one of == != < <=");
 	if (subst(r, a, sa, sizeof(sa)) || subst(r, b, sb, sizeof(sb)))
 		return MCT_ERROR;
-	if (isdigit((unsigned char)sa[0]) && isdigit((unsigned char)sb[0]) &&
-	    !eval(r, sa, &va) && !eval(r, sb, &vb))
-		eq = va == vb;
+	num = isdigit((unsigned char)sa[0]) && isdigit((unsigned char)sb[0]) &&
+	      !eval(r, sa, &va) && !eval(r, sb, &vb);
+	/* < and <= compare numbers only */
+	if (op[0] == '<' && !num)
+		return verdict(r, MCT_ERROR, "assert %s %s %s: not numbers", a, op, b);
+	if (op[0] == '<')
+		ok = op[1] ? va <= vb : va < vb;
 	else
-		eq = !strcmp(sa, sb);
-	if (eq != !strcmp(op, "=="))
+		ok = (num ? va == vb : !strcmp(sa, sb)) == !strcmp(op, "==");
+	if (!ok)
 		return verdict(r, MCT_FAIL, "assert %s %s %s: %s, %s", a, op, b, sa, sb);
 	return MCT_PASS;
 }
@@ -804,6 +842,8 @@ static int do_line(struct mct_run *r, char *s)
 		return do_agent(r, args, MCT_ERROR);
 	if (!strcmp(s, "check"))
 		return do_agent(r, args, MCT_FAIL);
+	if (!strcmp(s, "try"))
+		return do_try(r, args);
 	if (!strcmp(s, "connect"))
 		return do_connect(r, args);
 	if (!strcmp(s, "poll"))
@@ -841,9 +881,14 @@ static int needs_met(struct mct_run *r)
 
 	snprintf(buf, sizeof(buf), "%s", r->tc->needs);
 	for (tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
-		v = mct_pics_get(r->env, tok);
-		if (!v || !strcmp(v, "no") || !strcmp(v, "0"))
-			return verdict(r, 0, "PICS: %s is %s", tok, v ? v : "not declared");
+		int not = tok[0] == '!';	/* !key: needs the feature absent */
+		int has;
+
+		v = mct_pics_get(r->env, tok + not);
+		has = v && strcmp(v, "no") && strcmp(v, "0");
+		if (has == not)
+			return verdict(r, 0, "PICS: %s is %s", tok + not,
+				       v ? v : "not declared");
 	}
 	return 1;
 }
