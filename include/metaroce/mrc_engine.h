@@ -339,6 +339,9 @@ int mrc_tx_sent(struct mrc_tx *tx, u32 psn, u32 n, u32 now, u16 entropy,
  * @dup_psn: with @dup, the duplicate's (first) PSN.  @dup counts only
  *	if this PSN was resent, is among the last nslots sent and its
  *	latest resend was not reported before.
+ * @held: with @dup, the receiver still owed an ACK (held or coalesced)
+ *	when the duplicate came: the ACK of the earlier copy was late, not
+ *	lost.
  */
 struct mrc_ack_info {
 	u32 cum;
@@ -348,6 +351,7 @@ struct mrc_ack_info {
 	u32 delay;
 	bool ts_valid;
 	bool dup;
+	bool held;
 	u32 dup_psn;
 };
 

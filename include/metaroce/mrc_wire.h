@@ -139,7 +139,8 @@ enum mrc_opcode {
 #define MRC_ACKF_CE		0x01	/* the trigger packet was CE marked */
 #define MRC_ACKF_DUP		0x02	/* the trigger packet was a duplicate */
 #define MRC_ACKF_OOO		0x04	/* an ordered packet beyond cum was discarded */
-#define MRC_ACKF_ALL		0x07
+#define MRC_ACKF_HELD		0x08	/* with DUP: an ACK was still owed then */
+#define MRC_ACKF_ALL		0x0f
 
 /**
  * enum mrc_syndrome - ACK kinds.

@@ -79,6 +79,7 @@ static const struct name_val flag_names[] = {
 
 static const struct name_val ackf_names[] = {
 	{ "ce", MRC_ACKF_CE }, { "dup", MRC_ACKF_DUP }, { "ooo", MRC_ACKF_OOO },
+	{ "held", MRC_ACKF_HELD },
 	{ NULL, 0 }
 };
 

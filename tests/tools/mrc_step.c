@@ -43,7 +43,13 @@
  * timed=... p50_us= p99_us= max_us= ... t0_real=, and with -C FILE writes
  * one CSV line per timed step: step,us,slowest_rank,verified,bad,t_s (t_s:
  * the step's start in seconds after timed step 0's, whose CLOCK_REALTIME
- * is t0_real).  Exit
+ * is t0_real).  With --counters FILE every rank writes one line per step
+ * (warm-up steps numbered below 0): its own ring time, its longest wait
+ * without progress and the event that ended it (data_ack: its WRITE
+ * completed, data_recv: its left neighbour's data, cts_ack, cts_in: its
+ * right neighbour's credit), and how far its device's loss-recovery
+ * counters moved (read from sysfs at the step's end; a step's slowness
+ * can then be laid on a hop).  Exit
  * status 0 only if every step completed and every check passed.
  */
 #define _GNU_SOURCE
@@ -116,7 +122,7 @@ struct go {
 };
 
 static struct {
-	const char *dev, *server, *csv;
+	const char *dev, *server, *csv, *ctr, *sysfs;
 	int port, gid_idx, tcp_port, rank, nranks;
 	uint64_t size, slice, steps, verify_every, warmup;
 	uint32_t slots, timeout, retry;
@@ -127,7 +133,7 @@ static struct {
 	.port = 1, .gid_idx = -1, .tcp_port = 18800, .rank = -1, .nranks = 4,
 	.size = 8 << 20, .slice = 512 << 10, .steps = 500, .verify_every = 1,
 	.slots = 8, .timeout = 20, .retry = 7, .stall_s = 60, .sleep_us = 20,
-	.skip_step = -1,
+	.skip_step = -1, .sysfs = "/sys",
 };
 
 static double t0;
@@ -488,6 +494,15 @@ struct ring {
 	uint32_t acked;		/* ... and completed */
 	uint32_t cts_acked;
 	bool skip;
+	double gap;		/* longest wait without progress, s */
+	int gap_why;		/* what ended it: GAP_* */
+};
+
+/* what ended a step's longest wait: the event that moved first */
+enum { GAP_NONE, GAP_ACK, GAP_RECV, GAP_CTS_ACK, GAP_CTS_IN, GAP_NR };
+
+static const char *const gap_name[GAP_NR] = {
+	"none", "data_ack", "data_recv", "cts_ack", "cts_in",
 };
 
 /* transfer J: offset and length of its slice of chunk C */
@@ -631,6 +646,7 @@ static void ring_step(struct ring *g)
 	int n, i;
 
 	while (g->done < T || g->acked < T || g->cts_acked < T) {
+		uint32_t a0 = g->acked, r0 = g->recvd, c0 = g->cts_acked, s0 = g->sent;
 		bool moved = false;
 
 		/* credits: a free staging slot; and room in the send queue */
@@ -649,7 +665,16 @@ static void ring_step(struct ring *g)
 		while (try_process(g))
 			moved = true;
 		if (moved || n) {
-			last = mrc_now_s();
+			double t = mrc_now_s();
+
+			if (t - last > g->gap) {
+				g->gap = t - last;
+				g->gap_why = g->acked != a0 ? GAP_ACK :
+					     g->recvd != r0 ? GAP_RECV :
+					     g->cts_acked != c0 ? GAP_CTS_ACK :
+					     g->sent != s0 ? GAP_CTS_IN : GAP_NONE;
+			}
+			last = t;
 			idle = 0;
 			continue;
 		}
@@ -663,6 +688,69 @@ static void ring_step(struct ring *g)
 			nanosleep(&ts, NULL);
 		}
 	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* per-rank trace (--counters): the device's counters moved in each step     */
+
+static const char *const ctr_names[] = {
+	"retransmitted_packets", "rack_losses", "tail_loss_probes", "rto_events",
+	"spurious_retransmits", "spurious_rtos", "spurious_timer_retx",
+	"rnr_naks_sent", "rnr_naks_received", "naks_received", "cc_window_cuts",
+	"credit_waits", "credit_hold_timeouts", "sack_holes", "duplicate_packets",
+	"tx_dropped",
+};
+#define NCTR (sizeof(ctr_names) / sizeof(ctr_names[0]))
+static int ctr_fd[NCTR];
+static uint64_t ctr_last[NCTR];
+static FILE *ctr_out;
+
+static uint64_t ctr_read(int fd)
+{
+	char b[32];
+	ssize_t n = fd < 0 ? 0 : pread(fd, b, sizeof(b) - 1, 0);
+
+	if (n <= 0)
+		return 0;
+	b[n] = 0;
+	return strtoull(b, NULL, 10);
+}
+
+static void ctr_open(void)
+{
+	char path[256];
+	size_t i;
+
+	ctr_out = fopen(O.ctr, "w");
+	if (!ctr_out)
+		die("%s: %s", O.ctr, strerror(errno));
+	fprintf(ctr_out, "step,us,gap_us,gap_end");
+	for (i = 0; i < NCTR; i++) {
+		snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports/%d/hw_counters/%s",
+			 O.sysfs, O.dev, O.port, ctr_names[i]);
+		ctr_fd[i] = open(path, O_RDONLY);
+		if (ctr_fd[i] < 0)
+			msg("%s: %s (counted as 0)", path, strerror(errno));
+		ctr_last[i] = ctr_read(ctr_fd[i]);
+		fprintf(ctr_out, ",%s", ctr_names[i]);
+	}
+	fputc('\n', ctr_out);
+}
+
+/* one line: this rank's ring time, its longest wait, the counters' deltas */
+static void ctr_step(int64_t s, const struct report *rep, const struct ring *g)
+{
+	uint64_t v;
+	size_t i;
+
+	fprintf(ctr_out, "%" PRId64 ",%.1f,%.1f,%s", s, (rep->t_done - rep->t_start) * 1e6,
+		g->gap * 1e6, gap_name[g->gap_why]);
+	for (i = 0; i < NCTR; i++) {
+		v = ctr_read(ctr_fd[i]);
+		fprintf(ctr_out, ",%" PRIu64, v - ctr_last[i]);
+		ctr_last[i] = v;
+	}
+	fputc('\n', ctr_out);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -811,6 +899,8 @@ static int run(void)
 		ring_step(&g);
 		steps_done = s + 1;
 		rep.t_done = mrc_now_s();
+		if (ctr_out)
+			ctr_step((int64_t)s - (int64_t)O.warmup, &rep, &g);
 		rep.bad = 0;
 		if (s % O.verify_every == 0 || s == n - 1)
 			rep.bad = verify(s, &rep.first_bad);
@@ -821,6 +911,8 @@ static int run(void)
 		more = barrier(&rep, s, s + 1 < n);
 	}
 	summary(s, mrc_now_s() - start);
+	if (ctr_out)
+		fclose(ctr_out);
 	fflush(stdout);
 	return (s == n || capped) && !total_bad ? 0 : 1;
 }
@@ -863,7 +955,12 @@ static void usage(void)
 		"  --stall S      give up after S s without progress (60)\n"
 		"  --sleep-us US  pause of an idle poll loop (20)\n"
 		"  --max-time S   rank 0 ends the run after the step that passes S s (0: off)\n"
-		"  --skip STEP    self-test: rank 1 drops one slice's reduction\n");
+		"  --skip STEP    self-test: rank 1 drops one slice's reduction\n"
+		"  --counters FILE  per step: this rank's ring time, its longest wait\n"
+		"                 without progress and what ended it, and the deltas of\n"
+		"                 the device's loss-recovery counters (sysfs)\n"
+		"  --sysfs DIR    where sysfs is mounted (/sys; `ip netns exec` mounts\n"
+		"                 one without the RDMA devices)\n");
 	exit(2);
 }
 
@@ -871,7 +968,8 @@ static void options(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "stall", 1, NULL, 1 }, { "sleep-us", 1, NULL, 2 },
-		{ "skip", 1, NULL, 3 }, { "max-time", 1, NULL, 4 }, { NULL, 0, NULL, 0 },
+		{ "skip", 1, NULL, 3 }, { "max-time", 1, NULL, 4 },
+		{ "counters", 1, NULL, 5 }, { "sysfs", 1, NULL, 6 }, { NULL, 0, NULL, 0 },
 	};
 	int c;
 
@@ -931,6 +1029,12 @@ static void options(int argc, char **argv)
 		case 4:
 			O.max_s = num(optarg, "seconds");
 			break;
+		case 5:
+			O.ctr = optarg;
+			break;
+		case 6:
+			O.sysfs = optarg;
+			break;
 		default:
 			usage();
 		}
@@ -967,6 +1071,8 @@ int main(int argc, char **argv)
 			fprintf(csv, "step,us,slowest_rank,verified,bad,t_s\n");
 		}
 	}
+	if (O.ctr)
+		ctr_open();
 	msg("%d ranks, %" PRIu64 " bytes per step in %u transfers of up to %" PRIu64
 	    " bytes each way, %u slots, %" PRIu64 " steps",
 	    O.nranks, O.size, T, O.slice, O.slots, O.steps);

@@ -114,15 +114,17 @@ for p in "${ports[@]}"; do
 	drops=$((drops + $(netem_stat "$INCAST_SW" "$p" dropped)))
 	tc -n "$INCAST_SW" qdisc del dev "$p" root 2>/dev/null
 done
-retx=0 rto=0 rexc=0
+retx=0 rto=0 rexc=0 tlp=0 stmo=0
 for k in "${!c1[@]}"; do
 	case ${k#*:} in
 	retransmitted_packets) retx=$((retx + c1[$k] - ${c0[$k]:-0})) ;;
 	rto_events) rto=$((rto + c1[$k] - ${c0[$k]:-0})) ;;
+	tail_loss_probes) tlp=$((tlp + c1[$k] - ${c0[$k]:-0})) ;;
+	spurious_timer_retx) stmo=$((stmo + c1[$k] - ${c0[$k]:-0})) ;;
 	retry_exceeded) rexc=$((rexc + c1[$k] - ${c0[$k]:-0})) ;;
 	esac
 done
-t_diag "loss run: netem dropped $drops packets, metaroce retransmitted $retx (rto $rto); steps p50 $(res loss p50_us) us p99 $(res loss p99_us) us max $(res loss max_us) us"
+t_diag "loss run: netem dropped $drops packets, metaroce retransmitted $retx (rto $rto, probes $tlp, timer resends judged early $stmo); steps p50 $(res loss p50_us) us p99 $(res loss p99_us) us max $(res loss max_us) us"
 if [ "$rc" -eq 0 ] && all_pass loss && [ "$(res loss steps)" -eq 20 ] &&
 	[ "$(res loss verified)" -eq 20 ] && [ "$(res loss bad)" -eq 0 ]; then
 	t_ok "20 all-reduce steps of 1 MiB over 4 ranks at 1 % loss on every hop: every step's result verified on every rank ($(res loss verified) checked, 0 wrong elements)"

@@ -410,7 +410,7 @@ static struct mct_verdict check_ext(const struct mct_pkt *p)
 			return reject(MCT_BAD_FIELD, "15.ACK.b");
 		if (p->rnr_timer > 31)
 			return reject(MCT_BAD_FIELD, "15.ACK.c");
-		if (p->ack_flags & ~7)
+		if (p->ack_flags & ~0xf)
 			return reject(MCT_BAD_FIELD, "15.ACK.d");
 		if (p->ack_rsvd)
 			return reject(MCT_BAD_FIELD, "15.ACK.e");

@@ -23,7 +23,7 @@ enum {
 	MCT_F_ORDERED = 0x40, MCT_F_CREDIT = 0x80,
 };
 
-enum { MCT_ACKF_CE = 0x01, MCT_ACKF_DUP = 0x02, MCT_ACKF_OOO = 0x04 };
+enum { MCT_ACKF_CE = 0x01, MCT_ACKF_DUP = 0x02, MCT_ACKF_OOO = 0x04, MCT_ACKF_HELD = 0x08 };
 
 /* drop reasons, by the "Value" column of the spec's drop reason table */
 enum mct_reason {

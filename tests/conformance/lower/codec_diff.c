@@ -129,7 +129,7 @@ static void valid_ext(struct mct_pkt *p)
 		p->syndrome = rnd_below(5);
 		p->sack_words = rnd_below(5);
 		p->rnr_timer = rnd_below(32);
-		p->ack_flags = rnd_below(8);
+		p->ack_flags = rnd_below(16);
 		p->pmtu = rnd() & 1 ? 0 : 8 + rnd_below(6);
 		break;
 	}

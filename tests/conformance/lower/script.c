@@ -250,6 +250,7 @@ static const struct { const char *name; uint64_t v; } names[] = {
 	{ "INV", MCT_F_INV }, { "ORDERED", MCT_F_ORDERED },
 	{ "CREDIT", MCT_F_CREDIT }, { "ACKF_CE", MCT_ACKF_CE },
 	{ "ACKF_DUP", MCT_ACKF_DUP }, { "ACKF_OOO", MCT_ACKF_OOO },
+	{ "ACKF_HELD", MCT_ACKF_HELD },
 	{ "notect", 0 }, { "ect1", 1 }, { "ect0", 2 }, { "ce", 3 },
 	{ "RNR", 1 }, { "INV_REQ", 2 }, { "REM_ACCESS", 3 }, { "REM_OP", 4 },
 };

@@ -1050,6 +1050,7 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 		.delay = p->ack.delay,
 		.ts_valid = true,
 		.dup = p->ack.flags & MRC_ACKF_DUP,
+		.held = p->ack.flags & MRC_ACKF_HELD,
 		.dup_psn = p->ack.nak_psn,
 	};
 	u32 now = mrc_now();

@@ -1028,6 +1028,18 @@ static void mrc_resp_credit(struct mrc_qp *qp, const struct mrc_pkt *p,
 	spin_unlock(&mdev->credit_lock);
 }
 
+/*
+ * The flags of a duplicate's ACK (locked): HELD when an ACK was still owed
+ * (held for the credit rotation, or coalesced), so that the requester
+ * takes a timer's resend for early, not for the repair of a lost ACK.
+ */
+static u8 mrc_resp_dup_flags(const struct mrc_qp *qp)
+{
+	if (qp->ack_held || qp->ackc.pending)
+		return MRC_ACKF_DUP | MRC_ACKF_HELD;
+	return MRC_ACKF_DUP;
+}
+
 /**
  * mrc_resp_rcv() - a request packet (SEND, WRITE, READ_REQ, atomic).
  * @qp: the destination QP (source already checked).
@@ -1046,6 +1058,7 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	struct mrc_qp *rel = NULL;
 	enum mrc_rx_verdict v;
 	bool fatal = false, run = false;
+	u8 ackf;
 	u64 ooo, holes;
 	int r;
 
@@ -1116,10 +1129,10 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 				mrc_count_drop(mdev, MRC_DROP_NO_RESOURCE);
 			run = true;
 		}
+		ackf = mrc_resp_dup_flags(qp);
 		mrc_ackc_rx(&qp->ackc, now, flags | MRC_ACKC_DUP);
 		mrc_send_ack_flags(qp, MRC_SYN_ACK, p->psn,
-				   mrc_fault(MRC_FI_NO_DUP_FLAG) ? 0 :
-				   MRC_ACKF_DUP);
+				   mrc_fault(MRC_FI_NO_DUP_FLAG) ? 0 : ackf);
 		goto out;
 	}
 	if ((p->flags & MRC_F_ORDERED) && p->psn != qp->rx.nxt) {

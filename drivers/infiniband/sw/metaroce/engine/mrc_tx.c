@@ -48,10 +48,13 @@
  *   later of the oldest outstanding PSN's transmission and the last
  *   progress (responses to a long READ keep it from expiring while they
  *   stream in).
- * A PSN resent by either timer that the receiver reports twice (ACK flag
- * DUP), or whose ACK comes back sooner than min_rtt after the resend,
- * was only late: the path's delay varies more than srtt and rttvar tell
- * (a receiver holding ACKs for its credit rotation, a stalled host).
+ * A PSN resent by either timer whose ACK comes back sooner than min_rtt
+ * after the resend, or that the receiver reports twice (ACK flag DUP)
+ * after an earlier ACK delivered it or while it still owed that ACK (ACK
+ * flag HELD), was only late: the path's delay varies more than srtt and
+ * rttvar tell (a receiver holding ACKs for its credit rotation, a stalled
+ * host).  A DUP report that is the first news of the PSN means its ACK
+ * was lost: the resend was needed.
  * Then tmo_steps doubles, up to tmo_steps_max; it halves after
  * MRC_REO_PERSIST timer resends that were not spurious.  A spurious
  * resend costs a packet of the bottleneck's queue and of its capacity.
@@ -327,9 +330,17 @@ static void mrc_tx_uncharge(struct mrc_ack_result *r, struct mrc_tx_slot *s)
  * Only a report naming a resend counts, once per resend: a peer must not
  * widen the reordering window at will.  A READ/atomic request whose
  * response has not arrived was resent for that response: the responder
- * always sees such a resend as a duplicate.  Return: true if it counted.
+ * always sees such a resend as a duplicate.
+ *
+ * A timer's resend was early only if the earlier copy's ACK was on its
+ * way: it arrived before this report (@late), or the receiver says it
+ * still owed it.  When this report is the first news of @psn and the
+ * receiver owed nothing, that ACK was lost: waking the receiver for a
+ * new one is what the probe is for (issue 44: at 1 % loss, lost ACKs
+ * kept the timer factor at its ceiling).  Return: true if it counted.
  */
-static bool mrc_tx_dup(struct mrc_tx *tx, u32 psn, struct mrc_ack_result *r)
+static bool mrc_tx_dup(struct mrc_tx *tx, u32 psn, bool late,
+		       struct mrc_ack_result *r)
 {
 	struct mrc_tx_slot *s;
 
@@ -345,8 +356,19 @@ static bool mrc_tx_dup(struct mrc_tx *tx, u32 psn, struct mrc_ack_result *r)
 	s->flags |= MRC_TXS_DUP;
 	tx->spurious++;
 	mrc_tx_uncharge(r, s);
-	mrc_tx_timer_judge(tx, s, true);
+	if (late)
+		mrc_tx_timer_judge(tx, s, true);
+	else
+		s->flags &= ~MRC_TXS_TIMER;	/* judged needed on delivery */
 	return true;
+}
+
+/* @psn was delivered before this ACK (its slot still holds it) */
+static bool mrc_tx_was_acked(const struct mrc_tx *tx, u32 psn)
+{
+	if ((u32)(tx->nxt - psn) - 1 >= tx->nslots)
+		return false;
+	return mrc_tx_slot(tx, psn)->flags & MRC_TXS_ACKED;
 }
 
 /* an ACK covers @psn; Return: true if a retransmission proved spurious */
@@ -494,7 +516,7 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 {
 	struct mrc_rack_cand c = { 0 };
 	u32 una0 = tx->una;
-	bool spurious = false;
+	bool spurious = false, late;
 	u32 psn, w, first;
 	u64 bits;
 
@@ -502,6 +524,7 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 	if (!mrc_psn_in(a->cum, tx->una - MRC_ACK_LAG_MAX, tx->nxt + 1))
 		return -EINVAL;
 	r->stale = mrc_psn_lt(a->cum, tx->una);
+	late = a->dup && (a->held || mrc_tx_was_acked(tx, a->dup_psn));
 
 	for (psn = tx->ack_cum; mrc_psn_lt(psn, a->cum); psn++)
 		spurious |= mrc_tx_ack_one(tx, psn, now, r, &c);
@@ -526,7 +549,7 @@ int mrc_tx_ack(struct mrc_tx *tx, const struct mrc_ack_info *a, u32 now,
 	if ((r->newly_acked || c.req_once) && a->ts_valid && !r->stale)
 		mrc_tx_ack_rtt(tx, a, now, r);
 	r->cc_rtt = r->rtt_sample;
-	if (a->dup && !r->stale && mrc_tx_dup(tx, a->dup_psn, r))
+	if (a->dup && !r->stale && mrc_tx_dup(tx, a->dup_psn, late, r))
 		spurious = true;
 	if (spurious)
 		mrc_tx_spurious(tx);

@@ -1361,6 +1361,58 @@ static void mrc_tx_timer_margin_adapts(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 4u);
 }
 
+/*
+ * Issue 44: a probe whose DUP report is the first news of its PSN found an
+ * ACK the network lost; it was needed and leaves the timer factor alone,
+ * so that the next tail loss is probed as soon as before.  With HELD the
+ * receiver still owed that ACK: the probe was early and widens it.
+ */
+static void mrc_tx_lost_ack_probe_needed(struct kunit *test)
+{
+	struct mrc_tx *tx = mrc_tt_new(test, 64, 0);
+	struct mrc_ack_info a = { .dup = true };
+	struct mrc_ack_result r;
+	u32 d, i, t;
+
+	mrc_tt_warm(test, tx, 100);
+	for (i = 0; i < 4; i++) {
+		t = 1000 + i * 1000;
+		/* a tail packet arrives, its ACK is lost; the probe resends it */
+		mrc_tt_send(test, tx, 1, t, 1);
+		KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+		KUNIT_EXPECT_EQ(test, d, t + 200);
+		KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0),
+				MRC_TXT_PROBE);
+		KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, tx->probe_psn, 1, d, 0, 0),
+				0);
+		/* one RTT later: the duplicate's ACK delivers it */
+		a.cum = tx->nxt;
+		a.dup_psn = tx->probe_psn;
+		KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, d + 100, &r), 0);
+		KUNIT_EXPECT_EQ(test, r.newly_acked, 1u);
+		KUNIT_EXPECT_EQ(test, tx->una, tx->nxt);
+	}
+	KUNIT_EXPECT_EQ(test, tx->spurious_tmos, 0u);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 1u);
+	KUNIT_EXPECT_EQ(test, tx->tmo_recov, 4u);
+	/* a DUP report counted once per resend all the same */
+	KUNIT_EXPECT_EQ(test, tx->spurious, 4u);
+
+	/* the receiver held the ACK (credit rotation): the probe was early */
+	t = 10000;
+	mrc_tt_send(test, tx, 1, t, 1);
+	KUNIT_ASSERT_TRUE(test, mrc_tx_deadline(tx, &d));
+	KUNIT_ASSERT_EQ(test, mrc_tx_on_timer(tx, d, 7, 0), MRC_TXT_PROBE);
+	KUNIT_ASSERT_EQ(test, mrc_tx_sent(tx, tx->probe_psn, 1, d, 0, 0), 0);
+	a.cum = tx->nxt;
+	a.dup_psn = tx->probe_psn;
+	a.held = true;
+	KUNIT_ASSERT_EQ(test, mrc_tx_ack(tx, &a, d + 100, &r), 0);
+	KUNIT_EXPECT_EQ(test, tx->spurious_tmos, 1u);
+	KUNIT_EXPECT_EQ(test, tx->tmo_steps, 2u);
+	KUNIT_EXPECT_EQ(test, tx->tmo_recov, 0u);
+}
+
 /* issue 50: a READ/atomic QP times its requests' ACKs, not responses */
 static void mrc_tx_req_rtt(struct kunit *test)
 {
@@ -1675,6 +1727,7 @@ static struct kunit_case mrc_tx_cases[] = {
 	KUNIT_CASE(mrc_tx_spurious_adapts),
 	KUNIT_CASE(mrc_tx_dup_uncharges),
 	KUNIT_CASE(mrc_tx_dup_report_adapts),
+	KUNIT_CASE(mrc_tx_lost_ack_probe_needed),
 	KUNIT_CASE(mrc_tx_frto_spurious_and_real),
 	KUNIT_CASE(mrc_tx_timer_margin_adapts),
 	KUNIT_CASE(mrc_tx_psn_wrap),

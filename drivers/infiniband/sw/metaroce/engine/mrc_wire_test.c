@@ -611,7 +611,7 @@ static const struct mrc_wt_case mrc_wt_bad[] = {
 	/* ACK fields */
 	{ "ack_syndrome_5", MRC_OP_ACK, { M(MW_SYN, 5) }, E(BAD_FIELD) },
 	{ "ack_syndrome_255", MRC_OP_ACK, { M(MW_SYN, 255) }, E(BAD_FIELD) },
-	{ "ack_flag_0x08", MRC_OP_ACK, { M(MW_ACKF, 0x08) }, E(BAD_FIELD) },
+	{ "ack_flag_0x10", MRC_OP_ACK, { M(MW_ACKF, 0x10) }, E(BAD_FIELD) },
 	{ "ack_rnr_timer_32", MRC_OP_ACK, { M(MW_RNRT, 32) }, E(BAD_FIELD) },
 	/* UD datagrams */
 	{ "ud_ext_cut", MRC_OP_UD_SEND, { M(MW_LEN, 31) }, E(TRUNCATED) },
