@@ -2,7 +2,8 @@
 /*
  * Invariant monitors (conformance-design.md, "Shape of the suite"): every
  * packet the device under test sends must be valid by the spec's rules
- * (reserved fields zero), carry ECT(0), DF and a valid checksum, go to
+ * (reserved fields zero), carry ECT(0) (UD_SEND: Not-ECT), DF and a
+ * valid checksum, be no IP fragment (MRC-TRN-9), go to
  * the metaroce port; an ACK's cumulative PSN never goes back nor beyond
  * what was sent, a SACKed PSN is never un-SACKed, TS and entropy echoes
  * are values the tester sent; a resent request is identical to the first
@@ -171,17 +172,17 @@ int mct_mon_dut(struct mct_monitor *m, const struct mct_frame *f)
 	struct mct_pkt p;
 
 	m->n_pkts++;
+	if (f->ip.frag)
+		return fail(m, "MON IP fragment (MRC-TRN-9: no fragmenting)");
 	v = mct_parse(f->udp_pay, f->udp_len, &p);
 	if (v.reason)
 		return fail(m, "MON invalid packet: %s (Validation rule %s)",
 			    mct_reason_name(v.reason), v.rule);
 	if (f->ip.dport != MCT_PORT)
 		return fail(m, "MON destination port %u", f->ip.dport);
-	/* UD has no congestion control: its datagrams are Not-ECT (MRC-UD-2) */
-	if (p.opcode == MCT_OP_UD_SEND && f->ip.ecn)
-		return fail(m, "MON UD_SEND with ECN %u, not Not-ECT", f->ip.ecn);
-	if (p.opcode != MCT_OP_UD_SEND && f->ip.ecn != 2)
-		return fail(m, "MON ECN %u, not ECT(0)", f->ip.ecn);
+	/* RC packets ECT(0) (MRC-TRN-11), datagrams Not-ECT */
+	if (p.opcode == MCT_OP_UD_SEND ? f->ip.ecn != 0 : f->ip.ecn != 2)
+		return fail(m, "MON ECN %u on %s", f->ip.ecn, mct_op_name(p.opcode));
 	if (!f->ip.df)
 		return fail(m, "MON DF clear");
 	if (f->ip.bad_csum)

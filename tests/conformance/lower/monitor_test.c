@@ -114,15 +114,18 @@ static void headers(void)
 	ip.bad_csum = 0;
 	ip.dport = 4791;
 	feed("to port 4791", &p, -1, &ip);
-	/* UD has no congestion control: Not-ECT (MRC-UD-2) */
 	start();
 	ip.dport = MCT_PORT;
+	ip.frag = 1;
+	feed("an IP fragment", &p, -1, &ip);
+	ip.frag = 0;
+	start();
 	mct_template(&p, MCT_OP_UD_SEND);
 	p.pmtu = 10;
-	feed("UD_SEND with ECT(0)", &p, -1, &ip);
-	start();
 	ip.ecn = 0;
 	feed("UD_SEND Not-ECT", &p, 0, &ip);
+	ip.ecn = 2;
+	feed("UD_SEND ECT(0)", &p, -1, &ip);
 }
 
 static void resends(void)

@@ -147,7 +147,7 @@ static size_t build_ip4(struct mct_io *io, const struct mct_ipmeta *m,
 	ip->frag_off = htons(m->df ? IP_DF : 0);
 	ip->ttl = m->ttl;
 	ip->protocol = IPPROTO_UDP;
-	memcpy(&ip->saddr, &io->self.a, 4);
+	memcpy(&ip->saddr, m->src_set ? &m->src.a : &io->self.a, 4);
 	memcpy(&ip->daddr, &io->peer.a, 4);
 	return sizeof(*ip);
 }
@@ -163,7 +163,7 @@ static size_t build_ip6(struct mct_io *io, const struct mct_ipmeta *m,
 	ip->ip6_plen = htons(udp_len);
 	ip->ip6_nxt = IPPROTO_UDP;
 	ip->ip6_hlim = m->ttl;
-	ip->ip6_src = io->self.a;
+	ip->ip6_src = m->src_set ? m->src.a : io->self.a;
 	ip->ip6_dst = io->peer.a;
 	return sizeof(*ip);
 }
@@ -190,8 +190,11 @@ int mct_io_send(struct mct_io *io, const struct mct_ipmeta *m,
 	udp->len = htons(udp_len);
 	udp->check = 0;
 	memcpy(udp + 1, pay, len);
-	cs = udp_csum(&io->self, &io->peer, (uint8_t *)udp, udp_len);
-	udp->check = htons(m->bad_csum ? (uint16_t)(cs ^ 0x5a5a) : cs);
+	cs = udp_csum(m->src_set ? &m->src : &io->self, &io->peer,
+		      (uint8_t *)udp, udp_len);
+	if (m->bad_csum)
+		cs ^= 0x5a5a;
+	udp->check = m->csum_zero ? 0 : htons(cs);
 	if (io->self.family == AF_INET) {
 		memcpy(&d4.sin_addr, &io->peer.a, 4);
 		return sendto(io->raw4, b, hl + udp_len, 0,
@@ -228,9 +231,12 @@ static int decode(struct mct_io *io, struct mct_frame *f, int csum_ready)
 		f->ip.ecn = b[1] & 3;
 		f->ip.ttl = b[8];
 		f->ip.df = !!(b[6] & 0x40);
+		/* MF or an offset: a fragment (MRC-TRN-9), no UDP to read */
+		f->ip.frag = (b[6] & 0x3f) || b[7];
 	} else if (f->l3_len >= 48 && b[0] >> 4 == 6) {
 		hl = 40;
-		if (b[6] != IPPROTO_UDP)
+		f->ip.frag = b[6] == IPPROTO_FRAGMENT;
+		if (b[6] != IPPROTO_UDP && !f->ip.frag)
 			return -1;
 		s.family = AF_INET6;
 		d.family = AF_INET6;
@@ -247,6 +253,12 @@ static int decode(struct mct_io *io, struct mct_frame *f, int csum_ready)
 	if (!((same(&io->self, &s.a, s.family) && same(&io->peer, &d.a, d.family)) ||
 	      (same(&io->peer, &s.a, s.family) && same(&io->self, &d.a, d.family))))
 		return -1;
+	if (f->ip.frag) {
+		f->out = same(&io->self, &s.a, s.family);
+		f->src = s;
+		f->dst = d;
+		return 0;
+	}
 	udp = (struct udphdr *)(b + hl);
 	f->ip.sport = ntohs(udp->source);
 	f->ip.dport = ntohs(udp->dest);

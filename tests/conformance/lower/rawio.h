@@ -26,8 +26,11 @@ struct mct_ipmeta {
 	uint8_t ecn, dscp, ttl, df;	/* df: IPv4 only */
 	uint16_t sport, dport;
 	int bad_csum;		/* send: corrupt it; capture: it was wrong */
-	int csum_zero;		/* capture: IPv4 UDP checksum 0 */
+	int csum_zero;		/* send: checksum 0; capture: it was 0 */
+	int frag;		/* capture: an IP fragment (no UDP payload) */
 	uint32_t flowlabel;
+	int src_set;		/* send: from src, not from the tester */
+	struct mct_addr src;
 };
 
 struct mct_frame {

@@ -273,7 +273,7 @@ static int term(const char *s, size_t n, uint64_t *v)
 	return *end || errno ? -1 : 0;
 }
 
-/* terms joined by + - | (left to right), after substitution */
+/* terms joined by + - | & (left to right), after substitution */
 static int eval(struct mct_run *r, const char *expr, uint64_t *v)
 {
 	char buf[256];
@@ -284,11 +284,12 @@ static int eval(struct mct_run *r, const char *expr, uint64_t *v)
 	if (subst(r, expr, buf, sizeof(buf)))
 		return -1;
 	for (;;) {
-		size_t n = strcspn(s + (*s == '-'), "+-|") + (*s == '-');
+		size_t n = strcspn(s + (*s == '-'), "+-|&") + (*s == '-');
 
 		if (term(s, n, &t))
 			return verdict(r, -1, "bad value '%s'", expr);
-		acc = op == '+' ? acc + t : op == '-' ? acc - t : acc | t;
+		acc = op == '+' ? acc + t : op == '-' ? acc - t :
+		      op == '|' ? acc | t : acc & t;
 		s += n;
 		if (!*s)
 			break;
@@ -472,14 +473,18 @@ static void pattern(uint8_t *b, uint32_t len, uint64_t seed)
 		b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
 }
 
-static const char *const ip_keys[] = { "ecn", "dscp", "ttl", "df", "sport", "badcsum" };
+static const char *const ip_keys[] = {
+	"ecn", "dscp", "ttl", "df", "sport", "badcsum", "zerocsum",
+};
 
 static int ip_field(struct mct_ipmeta *m, const char *k, uint64_t v, int set,
 		    uint64_t *got)
 {
-	uint64_t cur[] = { m->ecn, m->dscp, m->ttl, m->df, m->sport, m->bad_csum };
+	uint64_t cur[] = {
+		m->ecn, m->dscp, m->ttl, m->df, m->sport, m->bad_csum, m->csum_zero,
+	};
 
-	for (int i = 0; i < 6; i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(ip_keys); i++) {
 		if (strcmp(k, ip_keys[i]))
 			continue;
 		if (!set) {
@@ -502,8 +507,11 @@ static int ip_field(struct mct_ipmeta *m, const char *k, uint64_t v, int set,
 		case 4:
 			m->sport = (uint16_t)v;
 			break;
-		default:
+		case 5:
 			m->bad_csum = !!v;
+			break;
+		default:
+			m->csum_zero = !!v;
 			break;
 		}
 		return 0;
@@ -515,6 +523,7 @@ static int ip_field(struct mct_ipmeta *m, const char *k, uint64_t v, int set,
 static int do_send(struct mct_run *r, char *args)
 {
 	static uint8_t pay[9000], dg[9200];
+	char sval[96];
 	struct mct_ipmeta ip = { .ecn = 2, .ttl = 64, .df = 1, .sport = 50000 };
 	char *save, *tok, *eq;
 	uint64_t v, seed = 0, len = 0, pmtu = 10, trunc = ~0ull;
@@ -538,9 +547,13 @@ static int do_send(struct mct_run *r, char *args)
 	p.tsval = (uint32_t)(mct_now_ns() / 1000);
 	p.payload = pay;
 	/* first pass: the payload, so that the fixup sees its length */
-	for (char *s = save; s && (s = strstr(s, "len=")); s++)
-		if (s == save || s[-1] == ' ')
-			len = strtoull(s + 4, NULL, 0);
+	for (char *s = save; s && (s = strstr(s, "len=")); s++) {
+		char val[96];
+
+		if ((s == save || s[-1] == ' ') &&
+		    sscanf(s + 4, "%95s", val) == 1 && eval(r, val, &len))
+			return MCT_ERROR;
+	}
 	for (char *s = save; s && (s = strstr(s, "fill=")); s++) {
 		char val[96];
 
@@ -559,6 +572,14 @@ static int do_send(struct mct_run *r, char *args)
 		*eq = 0;
 		if (!strcmp(tok, "len") || !strcmp(tok, "fill"))
 			continue;
+		if (!strcmp(tok, "src")) {	/* another source address */
+			if (subst(r, eq + 1, sval, sizeof(sval)) ||
+			    mct_addr_parse(sval, &ip.src) ||
+			    ip.src.family != r->env->io.self.family)
+				return verdict(r, MCT_ERROR, "send: bad src '%s'", eq + 1);
+			ip.src_set = 1;
+			continue;
+		}
 		if (eval(r, eq + 1, &v))
 			return MCT_ERROR;
 		if (!strcmp(tok, "trunc")) {
@@ -569,6 +590,8 @@ static int do_send(struct mct_run *r, char *args)
 			v += psn_base(r, (uint8_t)op, 1);
 		if (!strcmp(tok, "rawpsn"))
 			tok = "psn";
+		if (!strcmp(tok, "rawnakpsn"))
+			tok = "nakpsn";
 		if (mct_field_set(&p, tok, v) && ip_field(&ip, tok, v, 1, NULL))
 			return verdict(r, MCT_ERROR, "send: unknown field '%s'", tok);
 		if (!strcmp(tok, "hdrw"))
@@ -631,7 +654,7 @@ static void remember(struct mct_run *r, const struct mct_pkt *p,
 	static const char *const keep[] = {
 		"psn", "tsval", "flags", "dqpn", "sqpn", "rkey", "va", "msglen",
 		"offset", "len", "imm", "rmsn", "nakpsn", "syndrome", "credit",
-		"pmtu", "swap", "compare", "tsecho", "delay", "ackflags",
+		"pmtu", "swap", "compare", "maxdgram", "tsecho", "delay", "ackflags",
 		"cecnt", "qkey", "sackw", "sack0", "entropy", "orig",
 	};
 	char name[32];
@@ -692,6 +715,9 @@ static int want_parse(struct mct_run *r, char *args, struct want *w, uint64_t *m
 			return MCT_ERROR;
 		if (!strcmp(tok, "psn") || !strcmp(tok, "nakpsn"))
 			v = (uint32_t)(v + psn_base(r, (uint8_t)w->op, 0));
+		if (!strncmp(tok, "raw", 3) &&
+		    (!strcmp(tok + 3, "psn") || !strcmp(tok + 3, "nakpsn")))
+			tok += 3;	/* absolute */
 		snprintf(w->key[w->n], sizeof(w->key[0]), "%s", tok);
 		w->val[w->n++] = v;
 	}
@@ -785,27 +811,47 @@ static int drain(struct mct_run *r, int ms)
 	return MCT_PASS;
 }
 
-/* assert A == B | A != B: after substitution, as numbers or as words */
+/*
+ * assert A OP B, OP one of == != < <= > >=: after substitution, as
+ * numbers (both must be for the orderings) or, for == and !=, as words
+ */
 static int do_assert(struct mct_run *r, char *args)
 {
+	static const char *const ops[] = { "==", "!=", "<", "<=", ">", ">=" };
 	char a[256], b[256], op[4], sa[512], sb[512];
 	uint64_t va, vb;
-	int num, ok;
+	int num, ok, k;
 
-	if (sscanf(args, "%255s %3s %255s", a, op, b) != 3 ||
-	    (strcmp(op, "==") && strcmp(op, "!=") && strcmp(op, "<") && strcmp(op, "<=")))
-		return verdict(r, MCT_ERROR, "assert A OP B, OP one of == != < <=");
+	if (sscanf(args, "%255s %3s %255s", a, op, b) != 3)
+		return verdict(r, MCT_ERROR, "assert A OP B");
+	for (k = 0; k < (int)ARRAY_SIZE(ops) && strcmp(op, ops[k]); k++)
+		;
+	if (k == (int)ARRAY_SIZE(ops))
+		return verdict(r, MCT_ERROR, "assert: no operator '%s'", op);
 	if (subst(r, a, sa, sizeof(sa)) || subst(r, b, sb, sizeof(sb)))
 		return MCT_ERROR;
-	num = isdigit((unsigned char)sa[0]) && isdigit((unsigned char)sb[0]) &&
-	      !eval(r, sa, &va) && !eval(r, sb, &vb);
-	/* < and <= compare numbers only */
-	if (op[0] == '<' && !num)
+	/* numbers (or names of numbers, LAST, RNR...) when both evaluate */
+	num = !eval(r, sa, &va) && !eval(r, sb, &vb);
+	if (!num && k > 1)
 		return verdict(r, MCT_ERROR, "assert %s %s %s: not numbers", a, op, b);
-	if (op[0] == '<')
-		ok = op[1] ? va <= vb : va < vb;
-	else
-		ok = (num ? va == vb : !strcmp(sa, sb)) == !strcmp(op, "==");
+	switch (k) {
+	case 0:
+	case 1:
+		ok = (num ? va == vb : !strcmp(sa, sb)) == (k == 0);
+		break;
+	case 2:
+		ok = va < vb;
+		break;
+	case 3:
+		ok = va <= vb;
+		break;
+	case 4:
+		ok = va > vb;
+		break;
+	default:
+		ok = va >= vb;
+		break;
+	}
 	if (!ok)
 		return verdict(r, MCT_FAIL, "assert %s %s %s: %s, %s", a, op, b, sa, sb);
 	return MCT_PASS;
@@ -898,6 +944,7 @@ enum mct_result mct_case_run(struct mct_run *r)
 {
 	struct mct_env *env = r->env;
 	char line[1024], reply[256], a[64];
+	struct mct_addr other;
 	int res = MCT_PASS;
 	unsigned int drops;
 
@@ -918,6 +965,10 @@ enum mct_result mct_case_run(struct mct_run *r)
 	var_set(r, "PMTU_SHIFT", "10");
 	var_set(r, "TST_IP", "%s", mct_addr_str(&env->io.self, a, sizeof(a)));
 	var_set(r, "DUT_IP", "%s", mct_addr_str(&env->io.peer, a, sizeof(a)));
+	/* another address on the tester's subnet, for spoofed sources */
+	other = env->io.self;
+	other.a.s6_addr[other.family == AF_INET ? 3 : 15] ^= 0x80;
+	var_set(r, "TST_IP2", "%s", mct_addr_str(&other, a, sizeof(a)));
 	if (agent_cmd(r, "RESET", reply, sizeof(reply)) || strncmp(reply, "OK", 2))
 		return verdict(r, MCT_ERROR, "agent RESET: %s", reply);
 	mct_io_flush(&env->io);
