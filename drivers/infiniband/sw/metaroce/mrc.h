@@ -197,7 +197,7 @@ struct mrc_dev {
 	netdevice_tracker ndev_tracker;
 	struct mrc_net_socks *socks;	/* UDP sockets of ndev's netns */
 	u64 guid;
-	struct xarray qpn_xa;		/* QPN -> struct mrc_qp */
+	struct xarray qpn_xa;		/* QPN -> struct mrc_qp_handle */
 	struct xarray mr_xa;		/* key index -> struct mrc_mr */
 	spinlock_t key_lock;		/* the counters below */
 	struct xarray srq_xa;
@@ -454,6 +454,22 @@ struct mrc_aresp {
 	u64 orig;
 };
 
+/**
+ * struct mrc_qp_handle - the QPN table's entry for a QP
+ * @ref: users from the receive path and timers, plus one for the table
+ * @done: completed when @ref drops to zero
+ * @qp: the QP, valid while a reference is held
+ * @rcu: the handle outlives its QP by a grace period, so a lookup that
+ *	loaded it before the erase can still test @ref; the QP itself is
+ *	freed by the core when destroy returns, with no grace period
+ */
+struct mrc_qp_handle {
+	refcount_t ref;
+	struct completion done;
+	struct mrc_qp *qp;
+	struct rcu_head rcu;
+};
+
 struct mrc_qp {
 	struct ib_qp ibqp;
 	struct mrc_dev *mdev;
@@ -581,8 +597,7 @@ struct mrc_qp {
 	bool ack_held;			/* the ACK waits its turn (credits) */
 	u32 ack_held_at;		/* since when */
 
-	refcount_t ref;			/* packet and timer users */
-	struct completion done;
+	struct mrc_qp_handle *h;	/* what the QPN table points to */
 	struct work_struct send_work;
 	struct work_struct rq_flush_work;	/* post_recv in ERR, IRQs off */
 	struct sk_buff_head txq;	/* built packets waiting to go out */

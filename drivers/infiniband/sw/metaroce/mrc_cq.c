@@ -270,11 +270,11 @@ int mrc_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
 	for (i = 0; i < n && cq->kcons != cq->prod; i++) {
 		const struct metaroce_cqe *c = mrc_ring_slot(&cq->ring,
 							     cq->kcons);
-		struct mrc_qp *qp;
+		struct mrc_qp_handle *h;
 
 		mrc_cqe_to_wc(c, &wc[i], ibcq);
-		qp = xa_load(&mdev->qpn_xa, c->qp_num);
-		wc[i].qp = qp ? &qp->ibqp : NULL;
+		h = xa_load(&mdev->qpn_xa, c->qp_num);
+		wc[i].qp = h ? &h->qp->ibqp : NULL;
 		cq->kcons++;
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);

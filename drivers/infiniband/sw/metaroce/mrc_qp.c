@@ -18,20 +18,21 @@
 
 struct mrc_qp *mrc_qp_get(struct mrc_dev *mdev, u32 qpn)
 {
-	struct mrc_qp *qp;
+	struct mrc_qp_handle *h;
+	struct mrc_qp *qp = NULL;
 
 	rcu_read_lock();
-	qp = xa_load(&mdev->qpn_xa, qpn);
-	if (qp && !refcount_inc_not_zero(&qp->ref))
-		qp = NULL;
+	h = xa_load(&mdev->qpn_xa, qpn);
+	if (h && refcount_inc_not_zero(&h->ref))
+		qp = h->qp;
 	rcu_read_unlock();
 	return qp;
 }
 
 void mrc_qp_put(struct mrc_qp *qp)
 {
-	if (refcount_dec_and_test(&qp->ref))
-		complete(&qp->done);
+	if (refcount_dec_and_test(&qp->h->ref))
+		complete(&qp->h->done);
 }
 
 static int mrc_qp_sizes(struct mrc_qp *qp, struct ib_qp_init_attr *init)
@@ -83,17 +84,19 @@ static int mrc_qp_sizes(struct mrc_qp *qp, struct ib_qp_init_attr *init)
 /* no new lookups of @qp, and no lookup or packet still using it */
 static void mrc_qp_unpublish(struct mrc_qp *qp, u32 qpn)
 {
+	struct mrc_qp_handle *h = qp->h;
+
 	xa_erase_irq(&qp->mdev->qpn_xa, qpn);
 	/*
-	 * The core frees the QP when destroy returns, with no grace period:
-	 * a lookup that loaded the pointer before the erase must be done
-	 * with it first.  This costs destroy a grace period; a locked
-	 * lookup would cost every received packet a device-wide lock.
+	 * A lookup that loaded the handle before the erase either holds a
+	 * reference now, which we wait for, or will find none: the handle,
+	 * not the QP, is what it may still read, so destroy needs no grace
+	 * period of its own.
 	 */
-	synchronize_rcu();
-	/* wait for packets in the receive path to let go */
 	mrc_qp_put(qp);
-	wait_for_completion(&qp->done);
+	wait_for_completion(&h->done);
+	qp->h = NULL;
+	kfree_rcu(h, rcu);
 }
 
 static void mrc_qp_free_bufs(struct mrc_qp *qp)
@@ -144,7 +147,7 @@ static int mrc_qpn_alloc(struct mrc_dev *mdev, struct mrc_qp *qp, u32 *qpn)
 	u32 next = get_random_u32() & MRC_QPN_MAX;
 	int err;
 
-	err = xa_alloc_cyclic_irq(&mdev->qpn_xa, qpn, qp,
+	err = xa_alloc_cyclic_irq(&mdev->qpn_xa, qpn, qp->h,
 				  XA_LIMIT(MRC_QPN_MIN, MRC_QPN_MAX), &next,
 				  GFP_KERNEL_ACCOUNT);
 	return err < 0 ? err : 0;
@@ -179,11 +182,17 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		return -ENOMEM;
 	}
 
+	qp->h = kmalloc(sizeof(*qp->h), GFP_KERNEL_ACCOUNT);
+	if (!qp->h) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+	refcount_set(&qp->h->ref, 1);
+	init_completion(&qp->h->done);
+	qp->h->qp = qp;
 	qp->mdev = mdev;
 	spin_lock_init(&qp->lock);
 	mutex_init(&qp->state_mutex);
-	refcount_set(&qp->ref, 1);
-	init_completion(&qp->done);
 	skb_queue_head_init(&qp->txq);
 	skb_queue_head_init(&qp->ackq);
 	INIT_WORK(&qp->send_work, mrc_send_work);
@@ -207,10 +216,10 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	err = mrc_qp_sizes(qp, init);
 	if (err)
-		goto err_count;
+		goto err_handle;
 	err = mrc_ring_alloc(mdev, &qp->sq, qp->sq.depth, qp->sq.stride, udata);
 	if (err)
-		goto err_count;
+		goto err_handle;
 	if (qp->has_rq) {
 		err = mrc_ring_alloc(mdev, &qp->rq, qp->rq.depth, qp->rq.stride,
 				     udata);
@@ -248,7 +257,7 @@ int mrc_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	if (init->qp_type == IB_QPT_GSI) {
 		qpn = 1;
-		err = xa_insert_irq(&mdev->qpn_xa, qpn, qp,
+		err = xa_insert_irq(&mdev->qpn_xa, qpn, qp->h,
 				    GFP_KERNEL_ACCOUNT);
 	} else {
 		err = mrc_qpn_alloc(mdev, qp, &qpn);
@@ -278,6 +287,8 @@ err_xa:
 	mrc_qp_unpublish(qp, qpn);
 err_bufs:
 	mrc_qp_free_bufs(qp);
+err_handle:
+	kfree(qp->h);	/* NULL if published: unpublish freed it */
 err_count:
 	atomic_dec(&mdev->n_qp);
 	return err;

@@ -135,7 +135,7 @@ static struct mrc_qp *mrc_resp_ack_due(struct mrc_qp *qp, u32 now)
 		/* a QP being destroyed leaves the list before its last put */
 		if (f) {
 			rel = container_of(f, struct mrc_qp, crflow);
-			if (!refcount_inc_not_zero(&rel->ref))
+			if (!refcount_inc_not_zero(&rel->h->ref))
 				rel = NULL;
 		}
 		spin_unlock(&mdev->credit_lock);
