@@ -29,7 +29,7 @@ trap topo_cleanup EXIT
 
 N=20
 # shellcheck disable=SC2034 # filled through namerefs
-declare -A s0 s1 u0 u1 QB
+declare -A s0 s1 u0 u1 x0 x1 QB
 
 rc_dmesg_mark
 if ! t_check "build mrc_verify and mrc_inject" hs_build_tools; then t_summary; exit 1; fi
