@@ -307,9 +307,10 @@ static int metaroce_destroy_ah(struct ibv_ah *ibah)
 
 /* --- completion queues ---------------------------------------------------- */
 
-static struct ibv_cq *metaroce_create_cq(struct ibv_context *context, int cqe,
-					 struct ibv_comp_channel *channel,
-					 int comp_vector)
+/* Shared by create_cq and create_cq_ex. */
+static struct metaroce_cq *cq_create(struct ibv_context *context, int cqe,
+				     struct ibv_comp_channel *channel,
+				     int comp_vector)
 {
 	struct mrc_create_cq_resp resp = {};
 	struct mrc_create_cq cmd = {};
@@ -338,7 +339,7 @@ static struct ibv_cq *metaroce_create_cq(struct ibv_context *context, int cqe,
 
 	pthread_spin_init(&cq->ring.lock, PTHREAD_PROCESS_PRIVATE);
 	cq->cqn = resp.cqn;
-	return &cq->vcq.cq;
+	return cq;
 
 err_destroy:
 	ibv_cmd_destroy_cq(&cq->vcq.cq);
@@ -346,6 +347,16 @@ err_free:
 	free(cq);
 	errno = ret;
 	return NULL;
+}
+
+static struct ibv_cq *metaroce_create_cq(struct ibv_context *context, int cqe,
+					 struct ibv_comp_channel *channel,
+					 int comp_vector)
+{
+	struct metaroce_cq *cq;
+
+	cq = cq_create(context, cqe, channel, comp_vector);
+	return cq ? &cq->vcq.cq : NULL;
 }
 
 static int metaroce_destroy_cq(struct ibv_cq *ibcq)
@@ -404,11 +415,32 @@ out:
 	return ret;
 }
 
-static inline void metaroce_cqe_to_wc(const struct metaroce_cqe *cqe,
-				      struct ibv_wc *wc)
+static unsigned int cqe_wc_flags(const struct metaroce_cqe *cqe)
 {
 	uint8_t flags = cqe->wc_flags;
 
+	return ((flags & METAROCE_CQE_GRH) ? IBV_WC_GRH : 0) |
+	       ((flags & METAROCE_CQE_WITH_IMM) ? IBV_WC_WITH_IMM : 0) |
+	       ((flags & METAROCE_CQE_WITH_INV) ? IBV_WC_WITH_INV : 0);
+}
+
+static uint8_t cqe_sl(const struct metaroce_cqe *cqe)
+{
+	uint8_t flags = cqe->wc_flags;
+
+	if ((flags & METAROCE_CQE_GRH) &&
+	    (flags & METAROCE_CQE_WITH_NETWORK_HDR_TYPE)) {
+		if (cqe->network_hdr_type == METAROCE_NETWORK_IPV4)
+			return METAROCE_WC_SL_ROCEV2_IPV4;
+		if (cqe->network_hdr_type == METAROCE_NETWORK_IPV6)
+			return METAROCE_WC_SL_ROCEV2_IPV6;
+	}
+	return cqe->sl;
+}
+
+static inline void metaroce_cqe_to_wc(const struct metaroce_cqe *cqe,
+				      struct ibv_wc *wc)
+{
 	wc->wr_id = cqe->wr_id;
 	wc->status = cqe->status;
 	wc->opcode = cqe->opcode;
@@ -418,19 +450,10 @@ static inline void metaroce_cqe_to_wc(const struct metaroce_cqe *cqe,
 	wc->imm_data = (__force __be32)cqe->imm_data;
 	wc->qp_num = cqe->qp_num;
 	wc->src_qp = cqe->src_qp;
-	wc->wc_flags = ((flags & METAROCE_CQE_GRH) ? IBV_WC_GRH : 0) |
-		       ((flags & METAROCE_CQE_WITH_IMM) ? IBV_WC_WITH_IMM : 0) |
-		       ((flags & METAROCE_CQE_WITH_INV) ? IBV_WC_WITH_INV : 0);
+	wc->wc_flags = cqe_wc_flags(cqe);
 	wc->pkey_index = cqe->pkey_index;
 	wc->slid = 0;
-	wc->sl = cqe->sl;
-	if ((flags & METAROCE_CQE_GRH) &&
-	    (flags & METAROCE_CQE_WITH_NETWORK_HDR_TYPE)) {
-		if (cqe->network_hdr_type == METAROCE_NETWORK_IPV4)
-			wc->sl = METAROCE_WC_SL_ROCEV2_IPV4;
-		else if (cqe->network_hdr_type == METAROCE_NETWORK_IPV6)
-			wc->sl = METAROCE_WC_SL_ROCEV2_IPV6;
-	}
+	wc->sl = cqe_sl(cqe);
 	wc->dlid_path_bits = 0;
 }
 
@@ -462,7 +485,211 @@ static int metaroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return ibv_cmd_req_notify_cq(ibcq, solicited_only);
 }
 
+/*
+ * --- extended CQ (ibv_start_poll) -----------------------------------------
+ *
+ * start_poll takes the CQ lock and end_poll drops it (not taken when
+ * start_poll finds the CQ empty: the caller must not call end_poll then).
+ * The consumer index is published by end_poll, so the kernel may reuse a
+ * slot only after the caller is done with it.
+ */
+static inline struct metaroce_cq *to_mcq_ex(struct ibv_cq_ex *ibcq)
+{
+	return container_of(ibcq, struct metaroce_cq, vcq.cq_ex);
+}
+
+/* Make slot @cons current if the kernel has produced it. */
+static int cq_ex_load(struct metaroce_cq *cq, uint32_t cons)
+{
+	struct metaroce_queue *q = &cq->ring;
+
+	cq->poll_cons = cons;
+	if (cons == ring_load_acquire(&q->hdr->prod)) {
+		cq->cur = NULL;
+		return ENOENT;
+	}
+	cq->cur = ring_slot(q, cons);
+	cq->vcq.cq_ex.wr_id = cq->cur->wr_id;
+	cq->vcq.cq_ex.status = cq->cur->status;
+	return 0;
+}
+
+static int mrc_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
+{
+	struct metaroce_cq *cq = to_mcq_ex(ibcq);
+	int ret;
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&cq->ring.lock);
+	ret = cq_ex_load(cq, ring_load_relaxed(&cq->ring.hdr->cons));
+	if (ret)
+		pthread_spin_unlock(&cq->ring.lock);
+	return ret;
+}
+
+static int mrc_next_poll(struct ibv_cq_ex *ibcq)
+{
+	struct metaroce_cq *cq = to_mcq_ex(ibcq);
+
+	if (!cq->cur)
+		return ENOENT;
+	return cq_ex_load(cq, cq->poll_cons + 1);
+}
+
+static void mrc_end_poll(struct ibv_cq_ex *ibcq)
+{
+	struct metaroce_cq *cq = to_mcq_ex(ibcq);
+	uint32_t cons = cq->poll_cons + (cq->cur ? 1 : 0);
+
+	/* the slots are read before the kernel may reuse them */
+	ring_store_release(&cq->ring.hdr->cons, cons);
+	cq->cur = NULL;
+	pthread_spin_unlock(&cq->ring.lock);
+}
+
+static enum ibv_wc_opcode mrc_read_opcode(struct ibv_cq_ex *ibcq)
+{
+	return to_mcq_ex(ibcq)->cur->opcode;
+}
+
+static uint32_t mrc_read_vendor_err(struct ibv_cq_ex *ibcq)
+{
+	return 0;
+}
+
+static uint32_t mrc_read_byte_len(struct ibv_cq_ex *ibcq)
+{
+	return to_mcq_ex(ibcq)->cur->byte_len;
+}
+
+static __be32 mrc_read_imm_data(struct ibv_cq_ex *ibcq)
+{
+	return (__force __be32)to_mcq_ex(ibcq)->cur->imm_data;
+}
+
+static uint32_t mrc_read_qp_num(struct ibv_cq_ex *ibcq)
+{
+	return to_mcq_ex(ibcq)->cur->qp_num;
+}
+
+static uint32_t mrc_read_src_qp(struct ibv_cq_ex *ibcq)
+{
+	return to_mcq_ex(ibcq)->cur->src_qp;
+}
+
+static unsigned int mrc_read_wc_flags(struct ibv_cq_ex *ibcq)
+{
+	return cqe_wc_flags(to_mcq_ex(ibcq)->cur);
+}
+
+static uint32_t mrc_read_slid(struct ibv_cq_ex *ibcq)
+{
+	return 0;
+}
+
+static uint8_t mrc_read_sl(struct ibv_cq_ex *ibcq)
+{
+	return cqe_sl(to_mcq_ex(ibcq)->cur);
+}
+
+static uint8_t mrc_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
+{
+	return 0;
+}
+
+static void cq_set_ex_ops(struct ibv_cq_ex *x, uint64_t wc_flags)
+{
+	x->start_poll = mrc_start_poll;
+	x->next_poll = mrc_next_poll;
+	x->end_poll = mrc_end_poll;
+	x->read_opcode = mrc_read_opcode;
+	x->read_vendor_err = mrc_read_vendor_err;
+	x->read_wc_flags = mrc_read_wc_flags;
+	if (wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+		x->read_byte_len = mrc_read_byte_len;
+	if (wc_flags & IBV_WC_EX_WITH_IMM)
+		x->read_imm_data = mrc_read_imm_data;
+	if (wc_flags & IBV_WC_EX_WITH_QP_NUM)
+		x->read_qp_num = mrc_read_qp_num;
+	if (wc_flags & IBV_WC_EX_WITH_SRC_QP)
+		x->read_src_qp = mrc_read_src_qp;
+	if (wc_flags & IBV_WC_EX_WITH_SLID)
+		x->read_slid = mrc_read_slid;
+	if (wc_flags & IBV_WC_EX_WITH_SL)
+		x->read_sl = mrc_read_sl;
+	if (wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+		x->read_dlid_path_bits = mrc_read_dlid_path_bits;
+}
+
+/*
+ * Only the standard fields: no timestamps, VLAN, flow tag or tag
+ * matching.  SINGLE_THREADED is a hint (the lock stays); a parent domain
+ * and IGNORE_OVERRUN are not supported.
+ */
+static struct ibv_cq_ex *metaroce_create_cq_ex(struct ibv_context *context,
+					       struct ibv_cq_init_attr_ex *attr)
+{
+	struct metaroce_cq *cq;
+
+	if ((attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+
+	cq = cq_create(context, attr->cqe, attr->channel, attr->comp_vector);
+	if (!cq)
+		return NULL;
+	cq_set_ex_ops(&cq->vcq.cq_ex, attr->wc_flags);
+	return &cq->vcq.cq_ex;
+}
+
 /* --- queue pairs ---------------------------------------------------------- */
+
+/* a kernel without UD support would never send the datagrams */
+static int check_qp_type(struct ibv_context *ctx, enum ibv_qp_type type)
+{
+	if (type == IBV_QPT_UD && !(to_mctx(ctx)->caps & METAROCE_CAP_UD))
+		return EOPNOTSUPP;
+	return 0;
+}
+
+/* Map the rings create_qp described; cap holds what the kernel granted. */
+static int qp_map_rings(struct ibv_context *ctx, struct metaroce_qp *qp,
+			const struct metaroce_create_qp_resp *resp,
+			const struct ibv_qp_cap *cap, bool has_srq)
+{
+	int ret;
+
+	ret = ring_map(ctx, &qp->sq, resp->sq_mmap_offset, resp->sq_mmap_size,
+		       resp->sq_depth, resp->sq_stride,
+		       sizeof(struct metaroce_send_wqe));
+	if (ret)
+		return ret;
+	ret = ring_map(ctx, &qp->rq, resp->rq_mmap_offset, resp->rq_mmap_size,
+		       resp->rq_depth, resp->rq_stride,
+		       sizeof(struct metaroce_recv_wqe));
+	if (ret) {
+		ring_unmap(&qp->sq);
+		return ret;
+	}
+
+	qp->sq.max_sge = min_t(uint32_t, cap->max_send_sge,
+			       ring_sge_room(&qp->sq,
+					     sizeof(struct metaroce_send_wqe)));
+	qp->sq.max_inline = qp->sq.depth ?
+		qp->sq.stride - sizeof(struct metaroce_send_wqe) : 0;
+	qp->rq.max_sge = min_t(uint32_t, cap->max_recv_sge,
+			       ring_sge_room(&qp->rq,
+					     sizeof(struct metaroce_recv_wqe)));
+	qp->has_srq = has_srq;
+	pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
+	return 0;
+}
 
 static struct ibv_qp *metaroce_create_qp(struct ibv_pd *pd,
 					 struct ibv_qp_init_attr *attr)
@@ -472,10 +699,9 @@ static struct ibv_qp *metaroce_create_qp(struct ibv_pd *pd,
 	struct metaroce_qp *qp;
 	int ret;
 
-	/* a kernel without UD support would never send the datagrams */
-	if (attr->qp_type == IBV_QPT_UD &&
-	    !(to_mctx(pd->context)->caps & METAROCE_CAP_UD)) {
-		errno = EOPNOTSUPP;
+	ret = check_qp_type(pd->context, attr->qp_type);
+	if (ret) {
+		errno = ret;
 		return NULL;
 	}
 
@@ -490,33 +716,12 @@ static struct ibv_qp *metaroce_create_qp(struct ibv_pd *pd,
 	if (ret)
 		goto err_free;
 
-	ret = ring_map(pd->context, &qp->sq, resp.sq_mmap_offset,
-		       resp.sq_mmap_size, resp.sq_depth, resp.sq_stride,
-		       sizeof(struct metaroce_send_wqe));
+	ret = qp_map_rings(pd->context, qp, &resp.drv_payload, &attr->cap,
+			   attr->srq != NULL);
 	if (ret)
 		goto err_destroy;
-	ret = ring_map(pd->context, &qp->rq, resp.rq_mmap_offset,
-		       resp.rq_mmap_size, resp.rq_depth, resp.rq_stride,
-		       sizeof(struct metaroce_recv_wqe));
-	if (ret)
-		goto err_unmap_sq;
-
-	/* attr->cap now holds what the kernel granted */
-	qp->sq.max_sge = min_t(uint32_t, attr->cap.max_send_sge,
-			       ring_sge_room(&qp->sq,
-					     sizeof(struct metaroce_send_wqe)));
-	qp->sq.max_inline = qp->sq.depth ?
-		qp->sq.stride - sizeof(struct metaroce_send_wqe) : 0;
-	qp->rq.max_sge = min_t(uint32_t, attr->cap.max_recv_sge,
-			       ring_sge_room(&qp->rq,
-					     sizeof(struct metaroce_recv_wqe)));
-	qp->has_srq = attr->srq != NULL;
-	pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
 	return &qp->vqp.qp;
 
-err_unmap_sq:
-	ring_unmap(&qp->sq);
 err_destroy:
 	ibv_cmd_destroy_qp(&qp->vqp.qp);
 err_free:
@@ -580,39 +785,130 @@ static int check_send_opcode(enum ibv_qp_type type, enum ibv_wr_opcode op)
 	}
 }
 
-/* Fill one send slot from a work request; nothing is published here. */
-static int write_send_wqe(struct metaroce_qp *qp, struct metaroce_send_wqe *wqe,
-			  const struct ibv_send_wr *wr)
+/* Sends are only accepted from RTS on (and in the error states). */
+static bool sq_state_ok(const struct ibv_qp *ibqp)
 {
-	struct metaroce_queue *q = &qp->sq;
-	uint32_t flags = wr->send_flags & METAROCE_SEND_FLAGS;
-	enum ibv_qp_type type = qp->vqp.qp.qp_type;
-	int ret, i;
+	switch (ibqp->state) {
+	case IBV_QPS_RESET:
+	case IBV_QPS_INIT:
+	case IBV_QPS_RTR:
+		return false;
+	default:
+		return true;
+	}
+}
 
-	ret = check_send_opcode(type, wr->opcode);
+/*
+ * Send WQE builder, shared by ibv_post_send and the ibv_wr_* API: wqe_init
+ * starts a slot, the wqe_set_* helpers fill in what the opcode needs.
+ * Nothing is published here: a slot only reaches the kernel when the
+ * caller moves the producer index past it.
+ */
+static int wqe_init(struct metaroce_qp *qp, struct metaroce_send_wqe *wqe,
+		    uint64_t wr_id, enum ibv_wr_opcode opcode,
+		    unsigned int send_flags)
+{
+	int ret;
+
+	ret = check_send_opcode(qp->vqp.qp.qp_type, opcode);
 	if (ret)
 		return ret;
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge)
-		return EINVAL;
-	if (type == IBV_QPT_UD && !wr->wr.ud.ah)
-		return EINVAL;
 
-	/* inline data only makes sense for data that goes out */
-	if (wr->opcode == IBV_WR_RDMA_READ ||
-	    wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-		flags &= ~METAROCE_SEND_INLINE;
-
-	wqe->wr_id = wr->wr_id;
-	wqe->opcode = wr->opcode;
-	wqe->send_flags = flags;
+	wqe->wr_id = wr_id;
+	wqe->opcode = opcode;
+	/* set again by wqe_set_inline() */
+	wqe->send_flags = send_flags & METAROCE_SEND_FLAGS &
+			  ~METAROCE_SEND_INLINE;
+	wqe->num_sge = 0;
+	wqe->inline_len = 0;
 	wqe->imm_data = 0;
 	wqe->rkey = 0;
 	wqe->remote_addr = 0;
 	wqe->compare_add = 0;
 	wqe->swap = 0;
 	memset(&wqe->ud, 0, sizeof(wqe->ud));
+	return 0;
+}
 
+static void wqe_set_remote(struct metaroce_send_wqe *wqe, uint32_t rkey,
+			   uint64_t remote_addr)
+{
+	wqe->rkey = rkey;
+	wqe->remote_addr = remote_addr;
+}
+
+static void wqe_set_atomic(struct metaroce_send_wqe *wqe, uint32_t rkey,
+			   uint64_t remote_addr, uint64_t compare_add,
+			   uint64_t swap)
+{
+	wqe_set_remote(wqe, rkey, remote_addr);
+	wqe->compare_add = compare_add;
+	wqe->swap = swap;
+}
+
+static void wqe_set_ud(struct metaroce_send_wqe *wqe, struct ibv_ah *ah,
+		       uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	wqe->ud.ah = to_mah(ah)->ah_num;
+	wqe->ud.remote_qpn = remote_qpn;
+	wqe->ud.remote_qkey = remote_qkey;
+}
+
+static int wqe_set_sges(struct metaroce_queue *q,
+			struct metaroce_send_wqe *wqe,
+			const struct ibv_sge *sg_list, size_t num_sge)
+{
+	struct metaroce_sge *sge = (struct metaroce_sge *)(wqe + 1);
+	size_t i;
+
+	if (num_sge > q->max_sge)
+		return EINVAL;
+	for (i = 0; i < num_sge; i++) {
+		sge[i].addr = sg_list[i].addr;
+		sge[i].length = sg_list[i].length;
+		sge[i].lkey = sg_list[i].lkey;
+	}
+	wqe->send_flags &= ~METAROCE_SEND_INLINE;
+	wqe->num_sge = num_sge;
+	wqe->inline_len = 0;
+	return 0;
+}
+
+/* Inline data only makes sense for data that goes out. */
+static bool wqe_sends_data(const struct metaroce_send_wqe *wqe)
+{
+	return wqe->opcode != IBV_WR_RDMA_READ &&
+	       wqe->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+	       wqe->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Start the slot's inline data (empty); wqe_add_inline() appends. */
+static int wqe_set_inline(struct metaroce_send_wqe *wqe)
+{
+	if (!wqe_sends_data(wqe))
+		return EINVAL;
+	wqe->send_flags |= METAROCE_SEND_INLINE;
+	wqe->num_sge = 0;
+	wqe->inline_len = 0;
+	return 0;
+}
+
+static int wqe_add_inline(struct metaroce_queue *q,
+			  struct metaroce_send_wqe *wqe, const void *addr,
+			  size_t length)
+{
+	if (length > q->max_inline - wqe->inline_len)
+		return EINVAL;
+	memcpy((uint8_t *)(wqe + 1) + wqe->inline_len, addr, length);
+	wqe->inline_len += length;
+	return 0;
+}
+
+/* The opcode's own fields of an ibv_send_wr. */
+static void wqe_set_from_wr(struct metaroce_qp *qp,
+			    struct metaroce_send_wqe *wqe,
+			    const struct ibv_send_wr *wr)
+{
 	switch (wr->opcode) {
 	case IBV_WR_SEND_WITH_IMM:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -625,58 +921,56 @@ static int write_send_wqe(struct metaroce_qp *qp, struct metaroce_send_wqe *wqe,
 		break;
 	}
 
-	if (type == IBV_QPT_UD) {
-		wqe->ud.ah = to_mah(wr->wr.ud.ah)->ah_num;
-		wqe->ud.remote_qpn = wr->wr.ud.remote_qpn;
-		wqe->ud.remote_qkey = wr->wr.ud.remote_qkey;
-	} else {
-		switch (wr->opcode) {
-		case IBV_WR_RDMA_WRITE:
-		case IBV_WR_RDMA_WRITE_WITH_IMM:
-		case IBV_WR_RDMA_READ:
-			wqe->remote_addr = wr->wr.rdma.remote_addr;
-			wqe->rkey = wr->wr.rdma.rkey;
-			break;
-		case IBV_WR_ATOMIC_CMP_AND_SWP:
-		case IBV_WR_ATOMIC_FETCH_AND_ADD:
-			wqe->remote_addr = wr->wr.atomic.remote_addr;
-			wqe->rkey = wr->wr.atomic.rkey;
-			wqe->compare_add = wr->wr.atomic.compare_add;
-			wqe->swap = wr->wr.atomic.swap;
-			break;
-		default:
-			break;
-		}
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD) {
+		wqe_set_ud(wqe, wr->wr.ud.ah, wr->wr.ud.remote_qpn,
+			   wr->wr.ud.remote_qkey);
+		return;
 	}
-
-	if (flags & METAROCE_SEND_INLINE) {
-		uint8_t *dst = (uint8_t *)(wqe + 1);
-		size_t len = 0;
-
-		for (i = 0; i < wr->num_sge; i++) {
-			if (wr->sg_list[i].length > q->max_inline - len)
-				return EINVAL;
-			len += wr->sg_list[i].length;
-		}
-		for (i = 0; i < wr->num_sge; i++) {
-			memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			dst += wr->sg_list[i].length;
-		}
-		wqe->num_sge = 0;
-		wqe->inline_len = len;
-	} else {
-		struct metaroce_sge *sge = (struct metaroce_sge *)(wqe + 1);
-
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = wr->sg_list[i].addr;
-			sge[i].length = wr->sg_list[i].length;
-			sge[i].lkey = wr->sg_list[i].lkey;
-		}
-		wqe->num_sge = wr->num_sge;
-		wqe->inline_len = 0;
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		wqe_set_remote(wqe, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		wqe_set_atomic(wqe, wr->wr.atomic.rkey,
+			       wr->wr.atomic.remote_addr,
+			       wr->wr.atomic.compare_add, wr->wr.atomic.swap);
+		break;
+	default:
+		break;
 	}
-	return 0;
+}
+
+/* Fill one send slot from a work request; nothing is published here. */
+static int write_send_wqe(struct metaroce_qp *qp, struct metaroce_send_wqe *wqe,
+			  const struct ibv_send_wr *wr)
+{
+	struct metaroce_queue *q = &qp->sq;
+	int ret, i;
+
+	if (wr->num_sge < 0)
+		return EINVAL;
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
+		return EINVAL;
+	ret = wqe_init(qp, wqe, wr->wr_id, wr->opcode, wr->send_flags);
+	if (ret)
+		return ret;
+	wqe_set_from_wr(qp, wqe, wr);
+
+	/* a stray INLINE flag on a READ or an atomic is ignored */
+	if (!(wr->send_flags & IBV_SEND_INLINE) || !wqe_sends_data(wqe))
+		return wqe_set_sges(q, wqe, wr->sg_list, wr->num_sge);
+
+	if ((uint32_t)wr->num_sge > q->max_sge)
+		return EINVAL;
+	ret = wqe_set_inline(wqe);
+	for (i = 0; !ret && i < wr->num_sge; i++)
+		ret = wqe_add_inline(q, wqe,
+				     (void *)(uintptr_t)wr->sg_list[i].addr,
+				     wr->sg_list[i].length);
+	return ret;
 }
 
 /* Tell the kernel the send ring has new work: an empty POST_SEND. */
@@ -697,15 +991,9 @@ static int metaroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	unsigned int posted = 0;
 	int ret = 0, db;
 
-	/* sends are only accepted from RTS on (and in the error states) */
-	switch (ibqp->state) {
-	case IBV_QPS_RESET:
-	case IBV_QPS_INIT:
-	case IBV_QPS_RTR:
+	if (!sq_state_ok(ibqp)) {
 		*bad_wr = wr;
 		return EINVAL;
-	default:
-		break;
 	}
 
 	pthread_spin_lock(&q->lock);
@@ -744,6 +1032,406 @@ static int metaroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			ret = db;
 	}
 	return ret;
+}
+
+/*
+ * --- ibv_wr_* (extended QP) ---------------------------------------------
+ *
+ * wr_start takes the send ring lock and wr_complete or wr_abort drops it.
+ * Each opcode call fills the next free slot with the WQE builder above;
+ * the producer index is only published by wr_complete, so the batch is
+ * all or nothing: the first error is kept in qp->wr.err, later calls do
+ * nothing, and wr_complete reports it with nothing posted.  wr_abort
+ * forgets the slots by not publishing them.
+ */
+
+/* The WQE being built, or NULL after an error (or before an opcode). */
+static struct metaroce_send_wqe *wr_cur(struct metaroce_qp *qp)
+{
+	if (qp->wr.err)
+		return NULL;
+	if (!qp->wr.cur)
+		qp->wr.err = EINVAL;
+	return qp->wr.cur;
+}
+
+static void wr_fail(struct metaroce_qp *qp, int err)
+{
+	if (!qp->wr.err)
+		qp->wr.err = err;
+	qp->wr.cur = NULL;
+}
+
+/* The previous WQE is complete: a UD one must have an address. */
+static void wr_check_prev(struct metaroce_qp *qp)
+{
+	if (qp->wr.cur && qp->wr.need_ud)
+		wr_fail(qp, EINVAL);
+}
+
+/* Start the next WQE of the batch with the opcode and ibv_qp_ex fields. */
+static struct metaroce_send_wqe *wr_begin(struct ibv_qp_ex *ibqpx,
+					  enum ibv_wr_opcode opcode)
+{
+	struct metaroce_qp *qp = to_mqp(&ibqpx->qp_base);
+	struct metaroce_send_wqe *wqe;
+	int ret;
+
+	wr_check_prev(qp);
+	qp->wr.cur = NULL;
+	if (qp->wr.err)
+		return NULL;
+	wqe = ring_next_slot(&qp->sq, qp->wr.prod, &qp->wr.cons);
+	if (!wqe) {
+		wr_fail(qp, ENOMEM);
+		return NULL;
+	}
+	ret = wqe_init(qp, wqe, ibqpx->wr_id, opcode, ibqpx->wr_flags);
+	if (ret) {
+		wr_fail(qp, ret);
+		return NULL;
+	}
+	qp->wr.prod++;
+	qp->wr.cur = wqe;
+	qp->wr.need_ud = ibqpx->qp_base.qp_type == IBV_QPT_UD;
+	return wqe;
+}
+
+static void mrc_wr_send(struct ibv_qp_ex *ibqpx)
+{
+	wr_begin(ibqpx, IBV_WR_SEND);
+}
+
+static void mrc_wr_send_imm(struct ibv_qp_ex *ibqpx, __be32 imm_data)
+{
+	struct metaroce_send_wqe *wqe = wr_begin(ibqpx, IBV_WR_SEND_WITH_IMM);
+
+	if (wqe)
+		wqe->imm_data = (__force uint32_t)imm_data;
+}
+
+static void mrc_wr_send_inv(struct ibv_qp_ex *ibqpx, uint32_t invalidate_rkey)
+{
+	struct metaroce_send_wqe *wqe = wr_begin(ibqpx, IBV_WR_SEND_WITH_INV);
+
+	if (wqe)
+		wqe->imm_data = invalidate_rkey;
+}
+
+static void mrc_wr_rdma_write(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+			      uint64_t remote_addr)
+{
+	struct metaroce_send_wqe *wqe = wr_begin(ibqpx, IBV_WR_RDMA_WRITE);
+
+	if (wqe)
+		wqe_set_remote(wqe, rkey, remote_addr);
+}
+
+static void mrc_wr_rdma_write_imm(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+				  uint64_t remote_addr, __be32 imm_data)
+{
+	struct metaroce_send_wqe *wqe;
+
+	wqe = wr_begin(ibqpx, IBV_WR_RDMA_WRITE_WITH_IMM);
+	if (wqe) {
+		wqe_set_remote(wqe, rkey, remote_addr);
+		wqe->imm_data = (__force uint32_t)imm_data;
+	}
+}
+
+static void mrc_wr_rdma_read(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+			     uint64_t remote_addr)
+{
+	struct metaroce_send_wqe *wqe = wr_begin(ibqpx, IBV_WR_RDMA_READ);
+
+	if (wqe)
+		wqe_set_remote(wqe, rkey, remote_addr);
+}
+
+static void mrc_wr_atomic_cmp_swp(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+				  uint64_t remote_addr, uint64_t compare,
+				  uint64_t swap)
+{
+	struct metaroce_send_wqe *wqe;
+
+	wqe = wr_begin(ibqpx, IBV_WR_ATOMIC_CMP_AND_SWP);
+	if (wqe)
+		wqe_set_atomic(wqe, rkey, remote_addr, compare, swap);
+}
+
+static void mrc_wr_atomic_fetch_add(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+				    uint64_t remote_addr, uint64_t add)
+{
+	struct metaroce_send_wqe *wqe;
+
+	wqe = wr_begin(ibqpx, IBV_WR_ATOMIC_FETCH_AND_ADD);
+	if (wqe)
+		wqe_set_atomic(wqe, rkey, remote_addr, add, 0);
+}
+
+static void mrc_wr_set_ud_addr(struct ibv_qp_ex *ibqpx, struct ibv_ah *ah,
+			       uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct metaroce_qp *qp = to_mqp(&ibqpx->qp_base);
+	struct metaroce_send_wqe *wqe = wr_cur(qp);
+
+	if (!wqe)
+		return;
+	if (!ah || ibqpx->qp_base.qp_type != IBV_QPT_UD) {
+		wr_fail(qp, EINVAL);
+		return;
+	}
+	wqe_set_ud(wqe, ah, remote_qpn, remote_qkey);
+	qp->wr.need_ud = false;
+}
+
+static void mrc_wr_set_sge_list(struct ibv_qp_ex *ibqpx, size_t num_sge,
+				const struct ibv_sge *sg_list)
+{
+	struct metaroce_qp *qp = to_mqp(&ibqpx->qp_base);
+	struct metaroce_send_wqe *wqe = wr_cur(qp);
+	int ret;
+
+	if (!wqe)
+		return;
+	ret = wqe_set_sges(&qp->sq, wqe, sg_list, num_sge);
+	if (ret)
+		wr_fail(qp, ret);
+}
+
+static void mrc_wr_set_sge(struct ibv_qp_ex *ibqpx, uint32_t lkey,
+			   uint64_t addr, uint32_t length)
+{
+	struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
+
+	mrc_wr_set_sge_list(ibqpx, 1, &sge);
+}
+
+static void mrc_wr_set_inline_data_list(struct ibv_qp_ex *ibqpx,
+					size_t num_buf,
+					const struct ibv_data_buf *buf_list)
+{
+	struct metaroce_qp *qp = to_mqp(&ibqpx->qp_base);
+	struct metaroce_send_wqe *wqe = wr_cur(qp);
+	size_t i;
+	int ret;
+
+	if (!wqe)
+		return;
+	ret = wqe_set_inline(wqe);
+	for (i = 0; !ret && i < num_buf; i++)
+		ret = wqe_add_inline(&qp->sq, wqe, buf_list[i].addr,
+				     buf_list[i].length);
+	if (ret)
+		wr_fail(qp, ret);
+}
+
+static void mrc_wr_set_inline_data(struct ibv_qp_ex *ibqpx, void *addr,
+				   size_t length)
+{
+	struct ibv_data_buf buf = { .addr = addr, .length = length };
+
+	mrc_wr_set_inline_data_list(ibqpx, 1, &buf);
+}
+
+/*
+ * Operations the device does not have.  create_qp_ex refuses their flags;
+ * a caller that uses them anyway gets EOPNOTSUPP from wr_complete.
+ */
+static void mrc_wr_bind_mw(struct ibv_qp_ex *ibqpx, struct ibv_mw *mw,
+			   uint32_t rkey, const struct ibv_mw_bind_info *info)
+{
+	wr_fail(to_mqp(&ibqpx->qp_base), EOPNOTSUPP);
+}
+
+static void mrc_wr_local_inv(struct ibv_qp_ex *ibqpx, uint32_t rkey)
+{
+	wr_fail(to_mqp(&ibqpx->qp_base), EOPNOTSUPP);
+}
+
+static void mrc_wr_send_tso(struct ibv_qp_ex *ibqpx, void *hdr,
+			    uint16_t hdr_sz, uint16_t mss)
+{
+	wr_fail(to_mqp(&ibqpx->qp_base), EOPNOTSUPP);
+}
+
+static void mrc_wr_set_xrc_srqn(struct ibv_qp_ex *ibqpx, uint32_t srqn)
+{
+	wr_fail(to_mqp(&ibqpx->qp_base), EOPNOTSUPP);
+}
+
+static void mrc_wr_atomic_write(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+				uint64_t remote_addr, const void *atomic_wr)
+{
+	wr_fail(to_mqp(&ibqpx->qp_base), EOPNOTSUPP);
+}
+
+static void mrc_wr_flush(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+			 uint64_t remote_addr, size_t len, uint8_t type,
+			 uint8_t level)
+{
+	wr_fail(to_mqp(&ibqpx->qp_base), EOPNOTSUPP);
+}
+
+static void mrc_wr_start(struct ibv_qp_ex *ibqpx)
+{
+	struct metaroce_qp *qp = to_mqp(&ibqpx->qp_base);
+	struct metaroce_queue *q = &qp->sq;
+
+	pthread_spin_lock(&q->lock);
+	if (q->depth) {
+		qp->wr.prod = ring_load_relaxed(&q->hdr->prod);
+		qp->wr.cons = ring_load_acquire(&q->hdr->cons);
+	} else {
+		qp->wr.prod = 0;
+		qp->wr.cons = 0;
+	}
+	qp->wr.start = qp->wr.prod;
+	qp->wr.cur = NULL;
+	qp->wr.need_ud = false;
+	qp->wr.err = sq_state_ok(&ibqpx->qp_base) ? 0 : EINVAL;
+}
+
+/* Publish the whole batch and ring the doorbell once, or nothing. */
+static int mrc_wr_complete(struct ibv_qp_ex *ibqpx)
+{
+	struct metaroce_qp *qp = to_mqp(&ibqpx->qp_base);
+	struct metaroce_queue *q = &qp->sq;
+	bool posted = false;
+	int ret;
+
+	wr_check_prev(qp);
+	ret = qp->wr.err;
+	if (!ret && qp->wr.prod != qp->wr.start) {
+		ring_store_release(&q->hdr->prod, qp->wr.prod);
+		posted = true;
+	}
+	qp->wr.cur = NULL;
+	pthread_spin_unlock(&q->lock);
+
+	/* as in post_send: published WQEs stay even if the doorbell fails */
+	if (posted)
+		ret = metaroce_ring_doorbell(&ibqpx->qp_base);
+	return ret;
+}
+
+static void mrc_wr_abort(struct ibv_qp_ex *ibqpx)
+{
+	struct metaroce_qp *qp = to_mqp(&ibqpx->qp_base);
+
+	/* the slots written since wr_start were never published */
+	qp->wr.cur = NULL;
+	pthread_spin_unlock(&qp->sq.lock);
+}
+
+static void qp_set_wr_ops(struct ibv_qp_ex *x)
+{
+	x->wr_send = mrc_wr_send;
+	x->wr_send_imm = mrc_wr_send_imm;
+	x->wr_send_inv = mrc_wr_send_inv;
+	x->wr_rdma_write = mrc_wr_rdma_write;
+	x->wr_rdma_write_imm = mrc_wr_rdma_write_imm;
+	x->wr_rdma_read = mrc_wr_rdma_read;
+	x->wr_atomic_cmp_swp = mrc_wr_atomic_cmp_swp;
+	x->wr_atomic_fetch_add = mrc_wr_atomic_fetch_add;
+	x->wr_set_ud_addr = mrc_wr_set_ud_addr;
+	x->wr_set_sge = mrc_wr_set_sge;
+	x->wr_set_sge_list = mrc_wr_set_sge_list;
+	x->wr_set_inline_data = mrc_wr_set_inline_data;
+	x->wr_set_inline_data_list = mrc_wr_set_inline_data_list;
+	x->wr_bind_mw = mrc_wr_bind_mw;
+	x->wr_local_inv = mrc_wr_local_inv;
+	x->wr_send_tso = mrc_wr_send_tso;
+	x->wr_set_xrc_srqn = mrc_wr_set_xrc_srqn;
+	x->wr_atomic_write = mrc_wr_atomic_write;
+	x->wr_flush = mrc_wr_flush;
+	x->wr_start = mrc_wr_start;
+	x->wr_complete = mrc_wr_complete;
+	x->wr_abort = mrc_wr_abort;
+}
+
+/* ibv_wr_* operations per QP type (see check_send_opcode()) */
+#define METAROCE_UD_SEND_OPS                                                   \
+	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+#define METAROCE_RC_SEND_OPS                                                   \
+	(METAROCE_UD_SEND_OPS | IBV_QP_EX_WITH_SEND_WITH_INV |                 \
+	 IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |      \
+	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |        \
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+
+static int check_qp_init_attr_ex(struct ibv_context *ctx,
+				 const struct ibv_qp_init_attr_ex *attr)
+{
+	uint64_t ops;
+
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
+		return EINVAL;
+	/* create flags reach the kernel, which refuses any it lacks */
+	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
+					  IBV_QP_INIT_ATTR_CREATE_FLAGS |
+					  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		return EOPNOTSUPP;
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		return check_qp_type(ctx, attr->qp_type);
+
+	switch (attr->qp_type) {
+	case IBV_QPT_RC:
+		ops = METAROCE_RC_SEND_OPS;
+		break;
+	case IBV_QPT_UD:
+		ops = METAROCE_UD_SEND_OPS;
+		break;
+	default:
+		return EOPNOTSUPP;
+	}
+	/* ATOMIC_WRITE, BIND_MW, LOCAL_INV, TSO, FLUSH, ... */
+	if (attr->send_ops_flags & ~ops)
+		return EOPNOTSUPP;
+	return check_qp_type(ctx, attr->qp_type);
+}
+
+static struct ibv_qp *metaroce_create_qp_ex(struct ibv_context *context,
+					    struct ibv_qp_init_attr_ex *attr)
+{
+	struct mrc_create_qp_ex_resp resp = {};
+	struct mrc_create_qp_ex cmd = {};
+	struct metaroce_qp *qp;
+	int ret;
+
+	ret = check_qp_init_attr_ex(context, attr);
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+
+	ret = ibv_cmd_create_qp_ex2(context, &qp->vqp, attr, &cmd.ibv_cmd,
+				    sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err_free;
+
+	ret = qp_map_rings(context, qp, &resp.drv_payload, &attr->cap,
+			   attr->srq != NULL);
+	if (ret)
+		goto err_destroy;
+
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		qp_set_wr_ops(&qp->vqp.qp_ex);
+		qp->vqp.comp_mask |= VERBS_QP_EX;
+	}
+	return &qp->vqp.qp;
+
+err_destroy:
+	ibv_cmd_destroy_qp(&qp->vqp.qp);
+err_free:
+	free(qp);
+	errno = ret;
+	return NULL;
 }
 
 /* Shared by the receive queue of a QP and by an SRQ. */
@@ -904,7 +1592,9 @@ static const struct verbs_context_ops metaroce_ctx_ops = {
 	.alloc_pd = metaroce_alloc_pd,
 	.create_ah = metaroce_create_ah,
 	.create_cq = metaroce_create_cq,
+	.create_cq_ex = metaroce_create_cq_ex,
 	.create_qp = metaroce_create_qp,
+	.create_qp_ex = metaroce_create_qp_ex,
 	.create_srq = metaroce_create_srq,
 	.dealloc_pd = metaroce_dealloc_pd,
 	.dereg_mr = metaroce_dereg_mr,

@@ -32,6 +32,8 @@ DECLARE_DRV_CMD(mrc_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
 		empty, metaroce_create_cq_resp);
 DECLARE_DRV_CMD(mrc_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		empty, metaroce_create_qp_resp);
+DECLARE_DRV_CMD(mrc_create_qp_ex, IB_USER_VERBS_EX_CMD_CREATE_QP,
+		empty, metaroce_create_qp_resp);
 DECLARE_DRV_CMD(mrc_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
 		empty, metaroce_create_srq_resp);
 
@@ -76,6 +78,23 @@ struct metaroce_cq {
 	struct verbs_cq vcq;
 	struct metaroce_queue ring;
 	uint32_t cqn;
+	/* ibv_start_poll .. ibv_end_poll, under ring.lock */
+	const struct metaroce_cqe *cur;	/* the completion being read */
+	uint32_t poll_cons;		/* cons of @cur */
+};
+
+/*
+ * An ibv_wr_* batch, between wr_start and wr_complete/wr_abort (under the
+ * send ring lock).  Slots from @start to @prod are written but not yet
+ * published.
+ */
+struct metaroce_wr_batch {
+	uint32_t start;			/* producer index at wr_start */
+	uint32_t prod;			/* next slot to fill */
+	uint32_t cons;			/* cached consumer index */
+	struct metaroce_send_wqe *cur;	/* the WQE being built */
+	bool need_ud;			/* UD WQE without wr_set_ud_addr yet */
+	int err;			/* first error, reported by wr_complete */
 };
 
 struct metaroce_qp {
@@ -83,6 +102,7 @@ struct metaroce_qp {
 	struct metaroce_queue sq;
 	struct metaroce_queue rq;
 	bool has_srq;
+	struct metaroce_wr_batch wr;
 };
 
 struct metaroce_srq {

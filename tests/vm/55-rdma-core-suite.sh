@@ -80,6 +80,22 @@ if [ ! -f "$SRC/tests/run_tests.py" ] || ! compgen -G "$PYV/pyverbs/device.*.so"
 	exit
 fi
 
+# The prefix must hold this checkout's provider (a stale one would be
+# graded against an expected file written for another): scripts/build-rdma-core
+# records the digest of the sources it built (same formula as its
+# provider_hash).
+provider_current() {
+	local want have
+	have=$(cat "$RC_BASE/prefix/share/metaroce/provider.sha256" 2>/dev/null)
+	want=$(cd "$REPO" && find providers/metaroce uapi/rdma/metaroce-abi.h -type f \
+		! -name '*~' ! -name '.*' -print0 | LC_ALL=C sort -z |
+		xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+	[ -n "$have" ] && [ "$have" = "$want" ]
+}
+if ! t_check "the provider in $RC_BASE/prefix is this checkout's" provider_current; then
+	t_diag "rebuild it: METAROCE_CACHE=${RC_BASE%/rdma-core-56.1} scripts/build-rdma-core"
+fi
+
 # run_suite NAME DEV GID [in_host NS]: run the suite, results in
 # $OUT/rdma-core-suite.NAME.results; sets COUNTS_<NAME>
 run_suite() {

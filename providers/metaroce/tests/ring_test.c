@@ -287,11 +287,270 @@ static void test_post_recv(void)
 	assert(bad == &wr[0]);
 }
 
+/* ibv_wr_*: all or nothing, one doorbell per wr_complete */
+static void test_wr_api(void)
+{
+	struct metaroce_qp qp = {};
+	struct ibv_qp_ex *x = &qp.vqp.qp_ex;
+	struct metaroce_queue *q = &qp.sq;
+	struct metaroce_send_wqe *wqe;
+	struct metaroce_sge *sge;
+	struct metaroce_ah ah = { .ah_num = 33 };
+	struct ibv_sge sg[3] = { { 0x1000, 8, 1 }, { 0x2000, 16, 2 },
+				 { 0x3000, 4, 3 } };
+	struct ibv_data_buf buf[2];
+	uint32_t start = 0xfffffffe;
+	char data[64];
+	int db, i;
+
+	for (i = 0; i < (int)sizeof(data); i++)
+		data[i] = 0x40 + i;
+	x->qp_base.qp_type = IBV_QPT_RC;
+	x->qp_base.state = IBV_QPS_RTS;
+	fake_ring(q, 4, 128, start);
+	q->max_sge = 2;
+	q->max_inline = q->stride - sizeof(struct metaroce_send_wqe);
+	qp_set_wr_ops(x);
+	db = doorbells;
+
+	/* three WRs, one doorbell, every field where post_send puts it */
+	ibv_wr_start(x);
+	x->wr_id = 1;
+	x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE;
+	ibv_wr_rdma_write_imm(x, 0x55, 0x9000, htobe32(0xbeef));
+	ibv_wr_set_sge_list(x, 2, sg);
+	x->wr_id = 2;
+	x->wr_flags = 0;
+	ibv_wr_atomic_cmp_swp(x, 0x66, 0xa000, 7, 8);
+	ibv_wr_set_sge(x, 3, 0x3000, 8);
+	x->wr_id = 3;
+	ibv_wr_send_inv(x, 0x77);
+	buf[0] = (struct ibv_data_buf){ data, 40 };
+	buf[1] = (struct ibv_data_buf){ data + 40, 16 };
+	ibv_wr_set_inline_data_list(x, 2, buf);
+	assert(q->hdr->prod == start);		/* nothing published yet */
+	assert(ibv_wr_complete(x) == 0);
+	assert(q->hdr->prod == start + 3 && doorbells == db + 1);
+
+	wqe = ring_slot(q, start);
+	sge = (struct metaroce_sge *)(wqe + 1);
+	assert(wqe->wr_id == 1 && wqe->opcode == METAROCE_WR_RDMA_WRITE_WITH_IMM);
+	assert(wqe->send_flags == (METAROCE_SEND_SIGNALED | METAROCE_SEND_FENCE));
+	assert(wqe->rkey == 0x55 && wqe->remote_addr == 0x9000);
+	assert(wqe->imm_data == (__force uint32_t)htobe32(0xbeef));
+	assert(wqe->num_sge == 2 && wqe->inline_len == 0);
+	assert(sge[1].addr == 0x2000 && sge[1].length == 16 && sge[1].lkey == 2);
+	wqe = ring_slot(q, start + 1);
+	sge = (struct metaroce_sge *)(wqe + 1);
+	assert(wqe->opcode == METAROCE_WR_ATOMIC_CMP_AND_SWP && wqe->send_flags == 0);
+	assert(wqe->compare_add == 7 && wqe->swap == 8 && wqe->rkey == 0x66);
+	assert(wqe->num_sge == 1 && sge->lkey == 3 && sge->length == 8);
+	wqe = ring_slot(q, start + 2);
+	assert(wqe->opcode == METAROCE_WR_SEND_WITH_INV && wqe->imm_data == 0x77);
+	assert(wqe->send_flags == METAROCE_SEND_INLINE);
+	assert(wqe->num_sge == 0 && wqe->inline_len == 56);
+	assert(!memcmp(wqe + 1, data, 56));
+
+	/* wr_abort: the slots written are not published, no doorbell */
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, 1, 0x1000, 1);
+	ibv_wr_abort(x);
+	assert(q->hdr->prod == start + 3 && doorbells == db + 1);
+
+	/* an error in the middle: wr_complete reports it, nothing posted */
+	q->hdr->cons = start + 3;
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, 1, 0x1000, 1);
+	ibv_wr_rdma_read(x, 1, 2);
+	ibv_wr_set_inline_data(x, data, 4);	/* inline on a READ */
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, 1, 0x1000, 1);
+	assert(ibv_wr_complete(x) == EINVAL);
+	assert(q->hdr->prod == start + 3 && doorbells == db + 1);
+
+	/* too many SGEs, too much inline data, a full ring */
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_sge_list(x, 3, sg);
+	assert(ibv_wr_complete(x) == EINVAL);
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_inline_data(x, data, 57);
+	assert(ibv_wr_complete(x) == EINVAL);
+	ibv_wr_start(x);
+	for (i = 0; i < 5; i++) {
+		ibv_wr_send(x);
+		ibv_wr_set_sge(x, 1, 0x1000, 1);
+	}
+	assert(ibv_wr_complete(x) == ENOMEM);
+	/* a data setter without an opcode; an op the device lacks */
+	ibv_wr_start(x);
+	ibv_wr_set_sge(x, 1, 0x1000, 1);
+	assert(ibv_wr_complete(x) == EINVAL);
+	ibv_wr_start(x);
+	ibv_wr_local_inv(x, 5);
+	assert(ibv_wr_complete(x) == EOPNOTSUPP);
+	assert(q->hdr->prod == start + 3 && doorbells == db + 1);
+
+	/* the ring's 4 slots fill exactly; an empty batch rings nothing */
+	ibv_wr_start(x);
+	for (i = 0; i < 4; i++) {
+		ibv_wr_send(x);
+		ibv_wr_set_sge(x, 1, 0x1000, 1);
+	}
+	assert(ibv_wr_complete(x) == 0);
+	assert(q->hdr->prod == start + 7 && doorbells == db + 2);
+	ibv_wr_start(x);
+	assert(ibv_wr_complete(x) == 0 && doorbells == db + 2);
+
+	/* sends need RTS (or an error state) */
+	q->hdr->cons = q->hdr->prod;
+	x->qp_base.state = IBV_QPS_RESET;
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, 1, 0x1000, 1);
+	assert(ibv_wr_complete(x) == EINVAL && doorbells == db + 2);
+	x->qp_base.state = IBV_QPS_RTS;
+
+	/* UD: SENDs with an address only, the AH by the kernel's number */
+	x->qp_base.qp_type = IBV_QPT_UD;
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, 1, 0x1000, 1);	/* no wr_set_ud_addr */
+	assert(ibv_wr_complete(x) == EINVAL);
+	ibv_wr_start(x);
+	ibv_wr_rdma_write(x, 1, 2);
+	assert(ibv_wr_complete(x) == EINVAL);
+	assert(doorbells == db + 2 && q->hdr->prod == start + 7);
+	ibv_wr_start(x);
+	x->wr_id = 9;
+	ibv_wr_send_imm(x, htobe32(0x1234));
+	ibv_wr_set_ud_addr(x, &ah.ibv_ah, 0xabcdef, 0x11111111);
+	ibv_wr_set_sge(x, 1, 0x1000, 0);
+	assert(ibv_wr_complete(x) == 0 && doorbells == db + 3);
+	wqe = ring_slot(q, start + 7);
+	assert(wqe->wr_id == 9 && wqe->opcode == METAROCE_WR_SEND_WITH_IMM);
+	assert(wqe->ud.ah == 33 && wqe->ud.remote_qpn == 0xabcdef);
+	assert(wqe->ud.remote_qkey == 0x11111111 && wqe->num_sge == 1);
+	free(q->map);
+}
+
+static void test_create_flags(void)
+{
+	struct metaroce_context mctx = { .caps = METAROCE_CAP_UD };
+	struct ibv_context *ctx = &mctx.ibv_ctx.context;
+	struct ibv_cq_init_attr_ex ca = { .cqe = 4 };
+	struct ibv_qp_init_attr_ex a = {};
+	struct ibv_pd pd = {};
+
+	a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	a.pd = &pd;
+	a.qp_type = IBV_QPT_RC;
+	a.send_ops_flags = METAROCE_RC_SEND_OPS;
+	assert(check_qp_init_attr_ex(ctx, &a) == 0);
+	a.send_ops_flags |= IBV_QP_EX_WITH_ATOMIC_WRITE;
+	assert(check_qp_init_attr_ex(ctx, &a) == EOPNOTSUPP);
+	a.send_ops_flags = IBV_QP_EX_WITH_BIND_MW;
+	assert(check_qp_init_attr_ex(ctx, &a) == EOPNOTSUPP);
+	a.qp_type = IBV_QPT_UD;
+	a.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	assert(check_qp_init_attr_ex(ctx, &a) == 0);
+	a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+	assert(check_qp_init_attr_ex(ctx, &a) == EOPNOTSUPP);
+	mctx.caps = 0;
+	a.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	assert(check_qp_init_attr_ex(ctx, &a) == EOPNOTSUPP);
+	a.comp_mask |= IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
+	a.qp_type = IBV_QPT_RC;
+	assert(check_qp_init_attr_ex(ctx, &a) == EOPNOTSUPP);
+
+	/* refused before any command reaches the kernel */
+	ca.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+	errno = 0;
+	assert(!metaroce_create_cq_ex(ctx, &ca) && errno == EOPNOTSUPP);
+	ca.wc_flags = IBV_WC_STANDARD_FLAGS;
+	ca.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+	ca.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+	assert(!metaroce_create_cq_ex(ctx, &ca) && errno == EOPNOTSUPP);
+}
+
+/* ibv_start_poll/next_poll/end_poll read what ibv_poll_cq reads */
+static void test_cq_ex(void)
+{
+	struct metaroce_cq cq = {};
+	struct ibv_cq_ex *x = &cq.vcq.cq_ex;
+	struct metaroce_queue *q = &cq.ring;
+	struct ibv_poll_cq_attr attr = {};
+	struct metaroce_cqe *cqe;
+	struct ibv_wc wc;
+	uint32_t i;
+
+	fake_ring(q, 4, sizeof(struct metaroce_cqe), 0xfffffffe);
+	cq_set_ex_ops(x, IBV_WC_STANDARD_FLAGS);
+	assert(ibv_start_poll(x, &attr) == ENOENT);
+	for (i = 0; i < 3; i++) {
+		cqe = ring_slot(q, 0xfffffffe + i);
+		memset(cqe, 0, sizeof(*cqe));
+		cqe->wr_id = 200 + i;
+		cqe->byte_len = 64 + i;
+		cqe->imm_data = htobe32(0xcafe0000 + i);
+		cqe->qp_num = 17;
+		cqe->src_qp = 19 + i;
+		cqe->status = i == 1 ? IBV_WC_REM_ACCESS_ERR : IBV_WC_SUCCESS;
+		cqe->opcode = i == 0 ? IBV_WC_RECV : IBV_WC_RDMA_READ;
+		cqe->wc_flags = i == 0 ? (METAROCE_CQE_WITH_IMM | METAROCE_CQE_GRH |
+					  METAROCE_CQE_WITH_NETWORK_HDR_TYPE) : 0;
+		cqe->network_hdr_type = i == 0 ? 3 : 0;
+		cqe->sl = 2;
+	}
+	q->hdr->prod = 0xfffffffe + 2;
+
+	assert(ibv_start_poll(x, &attr) == 0);
+	assert(x->wr_id == 200 && x->status == IBV_WC_SUCCESS);
+	assert(ibv_wc_read_opcode(x) == IBV_WC_RECV);
+	assert(ibv_wc_read_byte_len(x) == 64);
+	assert(be32toh(ibv_wc_read_imm_data(x)) == 0xcafe0000);
+	assert(ibv_wc_read_qp_num(x) == 17 && ibv_wc_read_src_qp(x) == 19);
+	assert(ibv_wc_read_wc_flags(x) == (IBV_WC_WITH_IMM | IBV_WC_GRH));
+	assert(ibv_wc_read_sl(x) == METAROCE_WC_SL_ROCEV2_IPV6);
+	assert(ibv_wc_read_slid(x) == 0 && ibv_wc_read_dlid_path_bits(x) == 0);
+	assert(ibv_wc_read_vendor_err(x) == 0);
+	assert(ibv_next_poll(x) == 0);
+	assert(x->wr_id == 201 && x->status == IBV_WC_REM_ACCESS_ERR);
+	assert(ibv_wc_read_sl(x) == 2 && ibv_wc_read_wc_flags(x) == 0);
+	assert(q->hdr->cons == 0xfffffffe);	/* published by end_poll */
+	assert(ibv_next_poll(x) == ENOENT);
+	ibv_end_poll(x);
+	assert(q->hdr->cons == 0);
+
+	/* end_poll after a successful start_poll consumes that one */
+	q->hdr->prod = 1;
+	assert(ibv_start_poll(x, &attr) == 0 && x->wr_id == 202);
+	ibv_end_poll(x);
+	assert(q->hdr->cons == 1);
+	assert(ibv_start_poll(x, &attr) == ENOENT);
+
+	/* the ordinary poll still works on an extended CQ */
+	cqe = ring_slot(q, 1);
+	cqe->wr_id = 300;
+	q->hdr->prod = 2;
+	assert(metaroce_poll_cq(&cq.vcq.cq, 1, &wc) == 1 && wc.wr_id == 300);
+	assert(q->hdr->cons == 2);
+	/* the lock is free again: this would deadlock otherwise */
+	assert(ibv_start_poll(x, &attr) == ENOENT);
+	free(q->map);
+}
+
 int main(void)
 {
 	test_poll_cq();
 	test_post_send();
 	test_post_recv();
+	test_wr_api();
+	test_create_flags();
+	test_cq_ex();
 	printf("metaroce ring_test: ok\n");
 	return 0;
 }
