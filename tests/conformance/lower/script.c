@@ -340,20 +340,34 @@ static void reply_vars(struct mct_run *r, const char *name, const char *reply)
 	}
 }
 
+/*
+ * [NAME =] CMD ARGS: NAME into @name (left as is without one), CMD ARGS
+ * substituted into @cmd (1024 bytes) and sent; the agent's reply in
+ * @reply.  Returns MCT_PASS or the ERROR verdict.
+ */
+static int agent_call(struct mct_run *r, char *args, char *name, size_t name_len,
+		      char *cmd, char *reply, size_t reply_len)
+{
+	char *eq = strstr(args, " = ");
+
+	if (eq && strcspn(args, " ") == (size_t)(eq - args)) {
+		snprintf(name, name_len, "%.*s", (int)(eq - args), args);
+		args = eq + 3;
+	}
+	if (subst(r, args, cmd, 1024))
+		return MCT_ERROR;
+	if (agent_cmd(r, cmd, reply, reply_len))
+		return verdict(r, MCT_ERROR, "agent connection lost at '%s'", cmd);
+	return MCT_PASS;
+}
+
 /* agent [NAME =] CMD ... | check CMD ...: non-OK is ERROR or FAIL */
 static int do_agent(struct mct_run *r, char *args, int fail_res)
 {
 	char cmd[1024], reply[2048], name[64] = "";
-	char *eq = strstr(args, " = ");
 
-	if (eq && strcspn(args, " ") == (size_t)(eq - args)) {
-		snprintf(name, sizeof(name), "%.*s", (int)(eq - args), args);
-		args = eq + 3;
-	}
-	if (subst(r, args, cmd, sizeof(cmd)))
+	if (agent_call(r, args, name, sizeof(name), cmd, reply, sizeof(reply)))
 		return MCT_ERROR;
-	if (agent_cmd(r, cmd, reply, sizeof(reply)))
-		return verdict(r, MCT_ERROR, "agent connection lost at '%s'", cmd);
 	if (!strncmp(reply, "UNSUPPORTED", 11))
 		return verdict(r, MCT_NOT_APPLICABLE, "agent: %s: %s", cmd, reply);
 	if (strncmp(reply, "OK", 2))
@@ -364,7 +378,6 @@ static int do_agent(struct mct_run *r, char *args, int fail_res)
 	return MCT_PASS;
 }
 
-/* connect Q [args]: CONNECT Q's QP to the tester's QPN and PSNs */
 /*
  * try [NAME =] CMD ARGS: an agent command whose refusal is an outcome,
  * not an error: NAME.status is the reply's first word (OK, ERR,
@@ -373,16 +386,9 @@ static int do_agent(struct mct_run *r, char *args, int fail_res)
 static int do_try(struct mct_run *r, char *args)
 {
 	char cmd[1024], reply[2048], name[64] = "try", key[96], word[48] = "";
-	char *eq = strstr(args, " = ");
 
-	if (eq && strcspn(args, " ") == (size_t)(eq - args)) {
-		snprintf(name, sizeof(name), "%.*s", (int)(eq - args), args);
-		args = eq + 3;
-	}
-	if (subst(r, args, cmd, sizeof(cmd)))
+	if (agent_call(r, args, name, sizeof(name), cmd, reply, sizeof(reply)))
 		return MCT_ERROR;
-	if (agent_cmd(r, cmd, reply, sizeof(reply)))
-		return verdict(r, MCT_ERROR, "agent connection lost at '%s'", cmd);
 	snprintf(key, sizeof(key), "%s.status", name);
 	var_set(r, key, "%.*s", (int)strcspn(reply, " "), reply);
 	if (!strncmp(reply, "ERR ", 4))
@@ -394,6 +400,7 @@ static int do_try(struct mct_run *r, char *args)
 	return MCT_PASS;
 }
 
+/* connect Q [args]: CONNECT Q's QP to the tester's QPN and PSNs */
 static int do_connect(struct mct_run *r, char *args)
 {
 	char q[64], line[512], self[64];
