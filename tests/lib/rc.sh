@@ -97,6 +97,23 @@ rc_result() {
 	return 1
 }
 
+# rc_verified DESC RC LOG [DETAIL]: the TAP line for one rc_verify run
+# whose exit status was RC and whose logs are LOG.cli and LOG.srv: ok
+# ("DESC (DETAIL)") only if it exited 0 and both sides reported PASS;
+# otherwise the exit status, each side's result and the logs' error lines.
+rc_verified() {
+	local desc=$1 rc=$2 log=$3 detail=${4:-} cs ss
+	cs=$(rc_result "$log.cli" status) ss=$(rc_result "$log.srv" status)
+	if [ "$rc" -eq 0 ] && [ "$cs" = PASS ] && [ "$ss" = PASS ]; then
+		t_ok "$desc${detail:+ ($detail)}"
+		return 0
+	fi
+	t_fail "$desc" "exit $rc, client ${cs:-no result}, server ${ss:-no result}" \
+		"$(grep -h -E 'ERROR|FATAL|seed|status|error|modify' "$log.cli" "$log.srv" | head -n 12)" \
+		"$(tail -n 4 "$log.cli")"
+	return 1
+}
+
 rc_snap() {
 	local -n _rc_s=$1
 	local w k
