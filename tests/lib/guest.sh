@@ -1062,19 +1062,24 @@ topo_cleanup() {
 	return 0
 }
 
-# dmesg_drop_known: stdin to stdout without the kernel reports listed in
-# scripts/check-debug as known upstream bugs of the running kernel:
-# - PREEMPT_RT 6.1: do_softirq_post_smp_call_flush warns when an RPS IPI
-#   raises NET_RX from the idle task (fixed upstream in 6.10); such a
-#   report runs from its WARNING line to its "end trace" line;
-# - the KASAN debug kernel: rxe's rxe_mr_copy() in 6.1 reads one map
-#   pointer past mr->map when a copy ends on a map boundary (the walk was
-#   replaced by an xarray upstream in 6.4); it runs to the closing "===".
+# dmesg_drop_known: stdin (dmesg) to stdout without the kernel reports
+# listed in tests/lib/known-kernel-reports for the running kernel (rt on
+# PREEMPT_RT, debug on any other), from each one's first line to its last.
 dmesg_drop_known() {
-	case $(uname -v) in
-	*PREEMPT_RT*) awk '/WARNING: .* kernel\/softirq[.]c:[0-9]+ do_softirq_post_smp_call_flush/ { skip = 1 }
-		!skip { print } /---\[ end trace/ { skip = 0 }' ;;
-	*) awk '/BUG: KASAN: slab-out-of-bounds in rxe_mr_copy/ { skip = 1 }
-		!skip { print } skip && /={20,}/ { skip = 0 }' ;;
-	esac
+	local kern=debug
+	case $(uname -v) in *PREEMPT_RT*) kern=rt ;; esac
+	awk -F '\t' -v kern="$kern" '
+	FILENAME != "-" {
+		if ($1 == kern) { start[++n] = $2; end[n] = $3 }
+		next
+	}
+	{
+		m = $0
+		sub(/^\[ *[0-9]+\.[0-9]+\] /, "", m)
+		if (!skip)
+			for (i = 1; i <= n; i++)
+				if (m ~ start[i]) { skip = i; break }
+		if (!skip) print
+		else if (m ~ end[skip]) skip = 0
+	}' "${BASH_SOURCE[0]%/*}/known-kernel-reports" -
 }
