@@ -582,7 +582,7 @@ struct mrc_qp {
 	u32 rd_used;			/* slots in use */
 	u32 rd_exec;			/* of them executing */
 	u32 rd_res;			/* READ/atomic messages being answered */
-	bool rd_viol;			/* a message exceeded max_dest_rd_atomic */
+	bool rd_viol;			/* Invalid Request due: max_dest_rd_atomic, SEG-11 */
 	u32 rd_viol_psn;		/* its PSN: NAKed once earlier ones are answered */
 	bool resp_fail;			/* the responder moved the QP to error */
 	bool nak_pending;		/* a fatal NAK waits for earlier WQEs */
