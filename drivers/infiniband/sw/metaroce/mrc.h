@@ -110,6 +110,9 @@ enum mrc_fault {
 	MRC_FI_CREDIT_IGNORED,	/* the peer's credit grant is ignored */
 	MRC_FI_NOT_ECT,		/* packets leave Not-ECT */
 	MRC_FI_NO_RETX,		/* resent requests lack the RETX flag */
+	MRC_FI_READ_SEG_UNCHECKED, /* READs the netdev cannot answer are served */
+	MRC_FI_HELD_ALWAYS,	/* every duplicate's ACK carries ACKF_HELD */
+	MRC_FI_HELD_DROPPED,	/* ACKs carrying ACKF_HELD are dropped */
 	MRC_FI_NR,
 };
 

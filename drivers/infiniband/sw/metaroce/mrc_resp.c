@@ -773,6 +773,8 @@ static bool mrc_rd_fits(const struct mrc_qp *qp, const struct mrc_rd *e)
 {
 	u32 pay = min_t(u32, e->len, 1u << e->shift);
 
+	if (mrc_fault(MRC_FI_READ_SEG_UNCHECKED))
+		return true;
 	return pay + mrc_wire_hdr_len(MRC_OP_READ_RESP, 0, 0) <=
 	       mrc_qp_dgram_max(qp);
 }
@@ -1055,7 +1057,7 @@ static void mrc_resp_credit(struct mrc_qp *qp, const struct mrc_pkt *p,
  */
 static u8 mrc_resp_dup_flags(const struct mrc_qp *qp)
 {
-	if (qp->ack_held || qp->ackc.pending)
+	if (qp->ack_held || qp->ackc.pending || mrc_fault(MRC_FI_HELD_ALWAYS))
 		return MRC_ACKF_DUP | MRC_ACKF_HELD;
 	return MRC_ACKF_DUP;
 }
