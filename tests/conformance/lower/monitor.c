@@ -6,9 +6,9 @@
  * valid checksum, be no IP fragment (MRC-TRN-9), go to
  * the metaroce port; an ACK's cumulative PSN never goes back nor beyond
  * what was sent, a SACKed PSN is never un-SACKed, TS and entropy echoes
- * are values the tester sent; a resent request is identical to the first
- * copy but for TSval, RETX and CREDIT (MRC-REQ-1).  "Never un-SACKed" is
- * MRC-ACK-4.
+ * are values the tester sent, HELD comes only with DUP (MRC-ACK-31); a
+ * resent request is identical to the first copy but for TSval, RETX and
+ * CREDIT (MRC-REQ-1).  "Never un-SACKed" is MRC-ACK-4.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -103,6 +103,8 @@ static int check_ack(struct mct_monitor *m, const struct mct_pkt *p)
 	if (!seen16(m->sport, m->n_sport, p->entropy))
 		return fail(m, "MON entropy echo %u is no source port the tester sent",
 			    p->entropy);
+	if ((p->ack_flags & (MCT_ACKF_HELD | MCT_ACKF_DUP)) == MCT_ACKF_HELD)
+		return fail(m, "MON HELD without DUP (MRC-ACK-31)");
 	m->have_cum = 1;
 	m->cum = p->psn;
 	if (p->syndrome)

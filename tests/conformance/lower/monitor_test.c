@@ -91,6 +91,14 @@ static void acks(void)
 	ack(&p, 101);
 	p.ack_rsvd = 1;
 	feed("ACK with a reserved byte set", &p, -1, NULL);
+	start();
+	ack(&p, 101);
+	p.ack_flags = MCT_ACKF_DUP | MCT_ACKF_HELD;
+	p.nak_psn = 100;
+	feed("a duplicate's ACK with HELD", &p, 0, NULL);
+	ack(&p, 101);
+	p.ack_flags = MCT_ACKF_HELD;
+	feed("ACK with HELD without DUP", &p, -1, NULL);
 }
 
 static void headers(void)

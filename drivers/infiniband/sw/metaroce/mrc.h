@@ -110,6 +110,9 @@ enum mrc_fault {
 	MRC_FI_CREDIT_IGNORED,	/* the peer's credit grant is ignored */
 	MRC_FI_NOT_ECT,		/* packets leave Not-ECT */
 	MRC_FI_NO_RETX,		/* resent requests lack the RETX flag */
+	MRC_FI_READ_SEG_UNCHECKED, /* READs the netdev cannot answer are served */
+	MRC_FI_HELD_ALWAYS,	/* every duplicate's ACK carries ACKF_HELD */
+	MRC_FI_HELD_DROPPED,	/* ACKs carrying ACKF_HELD are dropped */
 	MRC_FI_NR,
 };
 
@@ -582,7 +585,7 @@ struct mrc_qp {
 	u32 rd_used;			/* slots in use */
 	u32 rd_exec;			/* of them executing */
 	u32 rd_res;			/* READ/atomic messages being answered */
-	bool rd_viol;			/* a message exceeded max_dest_rd_atomic */
+	bool rd_viol;			/* Invalid Request due: max_dest_rd_atomic, SEG-11 */
 	u32 rd_viol_psn;		/* its PSN: NAKed once earlier ones are answered */
 	bool resp_fail;			/* the responder moved the QP to error */
 	bool nak_pending;		/* a fatal NAK waits for earlier WQEs */

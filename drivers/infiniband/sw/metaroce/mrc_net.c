@@ -553,6 +553,12 @@ static void mrc_rcv_skb(struct mrc_dev *mdev, struct sk_buff *skb,
 		mrc_qp_put(qp);
 		goto free;
 	}
+	if (p.opcode == MRC_OP_ACK && (p.ack.flags & MRC_ACKF_HELD) &&
+	    mrc_fault(MRC_FI_HELD_DROPPED)) {
+		mrc_count_drop(mdev, MRC_DROP_BAD_FIELD);
+		mrc_qp_put(qp);
+		goto free;
+	}
 	if (p.opcode == MRC_OP_ACK)
 		mrc_req_rcv_ack(qp, &p);
 	else if (p.opcode == MRC_OP_READ_RESP || p.opcode == MRC_OP_ATOMIC_RESP)

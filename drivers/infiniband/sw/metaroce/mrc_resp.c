@@ -765,6 +765,21 @@ static bool mrc_rd_replay_atomic(struct mrc_qp *qp, u32 psn)
 }
 
 /*
+ * Can each response of the READ @e leave in one datagram (MRC-SEG-11)?
+ * The requester picks the segment from its own path MTU, which may be
+ * larger than this netdev carries; such responses could never arrive.
+ */
+static bool mrc_rd_fits(const struct mrc_qp *qp, const struct mrc_rd *e)
+{
+	u32 pay = min_t(u32, e->len, 1u << e->shift);
+
+	if (mrc_fault(MRC_FI_READ_SEG_UNCHECKED))
+		return true;
+	return pay + mrc_wire_hdr_len(MRC_OP_READ_RESP, 0, 0) <=
+	       mrc_qp_dgram_max(qp);
+}
+
+/*
  * Start every queued READ/atomic whose PSNs and all before them arrived,
  * lowest PSN first.  Return: true if the QP must go to the error state.
  */
@@ -777,6 +792,13 @@ static bool mrc_rd_schedule(struct mrc_qp *qp)
 		if (!e)
 			return false;
 
+		if (e->op == MRC_OP_READ_REQ && !mrc_rd_fits(qp, e)) {
+			/* Invalid Request NAK after the earlier answers */
+			qp->rd_viol = true;
+			qp->rd_viol_psn = e->psn;
+			mrc_rd_free(qp, e);
+			return false;
+		}
 		if (e->res_take) {
 			/*
 			 * Beyond the resources given: IBTA's Invalid Request
@@ -1035,7 +1057,7 @@ static void mrc_resp_credit(struct mrc_qp *qp, const struct mrc_pkt *p,
  */
 static u8 mrc_resp_dup_flags(const struct mrc_qp *qp)
 {
-	if (qp->ack_held || qp->ackc.pending)
+	if (qp->ack_held || qp->ackc.pending || mrc_fault(MRC_FI_HELD_ALWAYS))
 		return MRC_ACKF_DUP | MRC_ACKF_HELD;
 	return MRC_ACKF_DUP;
 }
