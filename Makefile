@@ -13,6 +13,8 @@
 #   make conformance-mutations  each deliberate driver deviation turned on
 #                   in turn: which cases catch it (not in check)
 #   make fuzz       libFuzzer harnesses of the engine, 20 s each (in check)
+#   make wireshark  the Wireshark dissector tools/wireshark/metaroce.lua
+#                   against the driver's encoder and parser (in check)
 #   make install    install the module (and point ld.so at the provider)
 #   make kmod       the test ULP module tests/kmod/mrc_ulp_test.ko (tests)
 #
@@ -33,7 +35,7 @@ export METAROCE_CACHE
 KBUILD_ARGS := -C $(KDIR) M=$(MOD_DIR) CONFIG_RDMA_METAROCE=m
 KMOD_ARGS := -C $(KDIR) M=$(CURDIR)/tests/kmod
 
-.PHONY: all module kmod provider deps check check-debug kunit fuzz vmtest lint demo bench conformance \
+.PHONY: all module kmod provider deps check check-debug kunit fuzz wireshark vmtest lint demo bench conformance \
 	conformance-mutations \
 	install clean
 
@@ -50,7 +52,7 @@ provider:
 	scripts/build-rdma-core
 
 deps:
-	scripts/deps base vm rdma-core kunit fuzz mpi
+	scripts/deps base vm rdma-core kunit fuzz wireshark mpi
 
 # make check: every stage runs, the summary counts them all
 check:
@@ -66,6 +68,11 @@ kunit:
 # METAROCE_FUZZ_SECONDS per target; scripts/fuzz --long for 10 minutes each
 fuzz:
 	scripts/fuzz
+
+# tshark dissects a capture of every opcode, flag and Validation rule
+wireshark:
+	scripts/deps wireshark
+	$(MAKE) -C tests/wireshark check
 
 vmtest: module kmod provider
 	$(MAKE) -C tests/tools
