@@ -74,7 +74,9 @@ ulp_module() {
 		echo "$ko"
 		return 0
 	fi
-	for kdir in "/lib/modules/$kver/build" "${METAROCE_GUEST_KO%/module/*}/build"; do
+	# the debug kernel's build tree, or the RT kernel's unpacked headers
+	for kdir in "/lib/modules/$kver/build" "${METAROCE_GUEST_KO%/module/*}/build" \
+		"${METAROCE_GUEST_KO%/module/*}/root/usr/src/linux-headers-$kver"; do
 		[ -f "$kdir/Makefile" ] || continue
 		d=$(mktemp -d /tmp/ulpkmod.XXXXXX)
 		cp "$KMOD_SRC/mrc_ulp_test.c" "$KMOD_SRC/Kbuild" "$d/"
