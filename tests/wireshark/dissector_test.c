@@ -134,7 +134,7 @@ static void note(struct notes *nt, const char *fmt, ...)
 
 /* --- the corpus -------------------------------------------------------- */
 
-static u64 rnd(void)
+static uint64_t rnd(void)
 {
 	u64 x = rng_state;
 
@@ -722,25 +722,9 @@ static void random_valid(struct mct_pkt *p, u8 op)
 		p->flags &= ~(rnd() & 1 ? MCT_F_IMM : MCT_F_INV);
 	if (op == MCT_OP_WRITE && !(p->flags & MCT_F_IMM))
 		p->flags &= ~MCT_F_SOLICITED;
-	p->dqpn = rnd() & 0xffffff;
-	p->sqpn = rnd() & 0xffffff;
-	p->psn = op == MCT_OP_UD_SEND ? 0 : rnd();
-	p->tsval = rnd();
-	p->rmsn = rnd();
-	p->imm = rnd();
-	p->rkey = rnd();
-	p->va = rnd();
-	p->swap_add = rnd();
-	p->compare = rnd();
-	p->orig = rnd();
-	p->qkey = rnd();
-	p->nak_psn = rnd();
-	p->ts_echo = rnd();
-	p->delay = rnd();
-	p->credit = rnd();
-	p->ce_count = rnd();
-	p->entropy = rnd();
-	p->max_dgram = rnd();
+	mct_random_fields(p, rnd);
+	if (op == MCT_OP_UD_SEND)
+		p->psn = 0;
 	p->syndrome = rnd_below(5);
 	p->sack_words = rnd_below(5);
 	p->rnr_timer = rnd_below(32);

@@ -129,6 +129,31 @@ void mct_template(struct mct_pkt *p, uint8_t opcode)
 	mct_fixup(p);
 }
 
+void mct_random_fields(struct mct_pkt *p, uint64_t (*rnd)(void))
+{
+	p->dqpn = rnd() & 0xffffff;
+	p->sqpn = rnd() & 0xffffff;
+	p->psn = rnd();
+	p->tsval = rnd();
+	p->rmsn = rnd();
+	p->imm = rnd();
+	p->rkey = rnd();
+	p->va = rnd();
+	p->swap_add = rnd();
+	p->compare = rnd();
+	p->orig = rnd();
+	p->qkey = rnd();
+	p->nak_psn = rnd();
+	p->ts_echo = rnd();
+	p->delay = rnd();
+	p->credit = rnd();
+	p->ce_count = rnd();
+	p->entropy = rnd();
+	p->max_dgram = rnd();
+	for (int w = 0; w < MCT_MAX_SACKW; w++)
+		p->sack[w] = rnd();
+}
+
 static void put16(uint8_t *b, uint16_t v)
 {
 	b[0] = v >> 8;

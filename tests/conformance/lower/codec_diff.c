@@ -141,27 +141,7 @@ static void random_valid(struct mct_pkt *p, uint8_t op)
 
 	mct_template(p, op);
 	p->flags = rnd_flags(op);
-	p->dqpn = rnd() & 0xffffff;
-	p->sqpn = rnd() & 0xffffff;
-	p->psn = rnd();
-	p->tsval = rnd();
-	p->rmsn = rnd();
-	p->imm = rnd();
-	p->rkey = rnd();
-	p->va = rnd();
-	p->swap_add = rnd();
-	p->compare = rnd();
-	p->orig = rnd();
-	p->qkey = rnd();
-	p->nak_psn = rnd();
-	p->ts_echo = rnd();
-	p->delay = rnd();
-	p->credit = rnd();
-	p->ce_count = rnd();
-	p->entropy = rnd();
-	p->max_dgram = rnd();
-	for (int w = 0; w < MCT_MAX_SACKW; w++)
-		p->sack[w] = rnd();
+	mct_random_fields(p, rnd);
 	p->pmtu = 8 + rnd_below(op == MCT_OP_UD_SEND ? 5 : 6);
 	seg = 1ull << p->pmtu;
 	p->payload = payload_buf;
