@@ -195,6 +195,12 @@ static u8 mrc_swqe_load(struct mrc_qp *qp, u32 idx)
 	s->started = true;
 	s->shift = mrc_req_seg_shift(qp);
 	s->op = mrc_wr_op(w->opcode);
+	/* kernel QPs only: a user ring cannot name an MR by pointer */
+	if (!s->op && !qp->is_user &&
+	    (w->opcode == MRC_WR_REG_MR || w->opcode == MRC_WR_LOCAL_INV)) {
+		s->local = true;
+		return IB_WC_SUCCESS;
+	}
 	if (!s->op)
 		return IB_WC_LOC_QP_OP_ERR;
 
@@ -380,10 +386,15 @@ static struct mrc_swqe *mrc_find_swqe(struct mrc_qp *qp, u32 psn)
 	for (i = qp->sq_cons; i != qp->sq_next + 1; i++) {
 		struct mrc_swqe *s = mrc_swqe(qp, i);
 
-		if (!s->started || !s->sent)
+		if (!s->started)
 			break;
-		if (mrc_psn_in(psn, s->first_psn, s->first_psn + s->sent))
-			return s;
+		if (!s->local) {
+			if (!s->sent)
+				break;
+			if (mrc_psn_in(psn, s->first_psn,
+				       s->first_psn + s->sent))
+				return s;
+		}
 		if (i == qp->sq_next)
 			break;
 	}
@@ -412,6 +423,12 @@ static void mrc_cqe_send(struct mrc_qp *qp, struct mrc_swqe *s, u8 status)
 		break;
 	case METAROCE_WR_ATOMIC_FETCH_AND_ADD:
 		c.opcode = METAROCE_WC_FETCH_ADD;
+		break;
+	case MRC_WR_LOCAL_INV:
+		c.opcode = MRC_WC_LOCAL_INV;
+		break;
+	case MRC_WR_REG_MR:
+		c.opcode = MRC_WC_REG_MR;
 		break;
 	default:
 		c.opcode = METAROCE_WC_SEND;
@@ -657,6 +674,47 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 	return *budget != 0;
 }
 
+/*
+ * Execute a REG_MR or LOCAL_INV work request when the send engine reaches
+ * it, after every earlier one started (a fence waits for their READs and
+ * atomics).  Return: IB_WC_SUCCESS or the status to fail it with.
+ */
+static u8 mrc_req_local(struct mrc_qp *qp, struct mrc_swqe *s)
+{
+	int err;
+
+	if (s->wr.opcode == MRC_WR_REG_MR)
+		err = mrc_mr_reg(qp->mdev, qp->pd, s->wr.remote_addr,
+				 s->wr.rkey, (int)s->wr.compare_add);
+	else
+		err = mrc_mr_invalidate(qp->mdev, qp->pd, s->wr.imm_data);
+	return err ? IB_WC_LOC_PROT_ERR : IB_WC_SUCCESS;
+}
+
+/*
+ * A local work request at sq_next: executed, and completed in order once
+ * every PSN sent before it is acknowledged (it has none of its own).
+ * Return: false if the send engine must stop here for now.
+ */
+static bool mrc_send_local(struct mrc_qp *qp, struct mrc_swqe *s)
+{
+	u8 st;
+
+	if (!mrc_can_start(qp, s))
+		return false;
+	st = mrc_req_local(qp, s);
+	if (st != IB_WC_SUCCESS) {
+		/* earlier WQEs complete first; it is tried again then */
+		if (qp->sq_cons == qp->sq_next)
+			mrc_req_fail(qp, st);
+		return false;
+	}
+	s->first_psn = qp->tx.nxt;
+	qp->sq_next++;
+	mrc_sq_complete(qp);
+	return true;
+}
+
 /* send new packets while the window allows */
 static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 {
@@ -688,6 +746,11 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 				mrc_req_fail(qp, st);
 				return true;
 			}
+		}
+		if (s->local) {
+			if (!mrc_send_local(qp, s))
+				return true;
+			continue;
 		}
 		if (!mrc_can_start(qp, s))
 			return true;
