@@ -477,6 +477,11 @@ void mrc_sq_complete(struct mrc_qp *qp)
 		if (!s->started || s->sent != s->npsn ||
 		    !mrc_psn_le(s->first_psn + s->npsn, qp->tx.una))
 			break;
+		/* a fatal NAK names one of its PSNs: it fails, SACKed or not */
+		if (qp->nak_pending &&
+		    mrc_psn_in(qp->nak_psn, s->first_psn,
+			       s->first_psn + s->npsn))
+			break;
 		if (mrc_op_needs_resp(s->op) && qp->rd_outstanding)
 			qp->rd_outstanding--;
 		/* free the slot first: a poller may post again at once */
@@ -1076,6 +1081,25 @@ static u8 mrc_syn_status(u8 syn)
 }
 
 /*
+ * A fatal NAK at or beyond the ACK's cum, for an outstanding work request,
+ * is noted before the ACK completes anything (locked): a responder may
+ * fail a PSN it had selectively acknowledged (MRC-NAK-14), and the work
+ * request must not complete from that SACK.
+ */
+static void mrc_req_nak_note(struct mrc_qp *qp, const struct mrc_pkt *p)
+{
+	if (p->ack.syndrome == MRC_SYN_ACK || p->ack.syndrome == MRC_SYN_RNR ||
+	    mrc_psn_lt(p->ack.nak_psn, p->psn) ||
+	    !mrc_find_swqe(qp, p->ack.nak_psn))
+		return;
+	if (!qp->nak_pending || mrc_psn_lt(p->ack.nak_psn, qp->nak_psn)) {
+		qp->nak_pending = true;
+		qp->nak_psn = p->ack.nak_psn;
+		qp->nak_status = mrc_syn_status(p->ack.syndrome);
+	}
+}
+
+/*
  * The fields of an ACK beyond its SACK: only from one that is not stale
  * (overtaken by a later ACK, or forged within the ACK window), so that an
  * old or spoofed ACK cannot set the credit, segment sizes, ECN or path
@@ -1135,6 +1159,7 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 		mrc_update_rtt_stats(qp);
 	mrc_req_path_uncharge(qp, &r);
 	mrc_req_ack_apply(qp, now, p, &r);
+	mrc_req_nak_note(qp, p);
 	mrc_req_progress(qp, now);
 
 	switch (p->ack.syndrome) {

@@ -281,6 +281,31 @@ static void mrc_rq_retire(struct mrc_qp *qp)
 }
 
 /*
+ * A SEND_WITH_INV ending at @last invalidated @rkey.  A WRITE packet with a
+ * higher PSN through that key that arrived before it was placed while the
+ * MR was still valid, but comes after the invalidation in message order:
+ * it fails (MRC-ORD-11).  Only PSNs within the write log's reach of @last
+ * can have arrived.  Return: true, with the lowest such PSN in *@bad.
+ */
+static bool mrc_resp_inv_later(struct mrc_qp *qp, u32 last, u32 rkey,
+			       u32 *bad)
+{
+	const struct mrc_wlog *w = &qp->wlog;
+	u32 q;
+
+	for (q = last + 1; mrc_psn_lt(q, w->high) && q - last < w->n; q++) {
+		const struct mrc_wlog_ent *e = &w->ents[q & (w->n - 1)];
+
+		if (e->len && !(e->len & MRC_WLOG_READ) && e->rkey == rkey &&
+		    mrc_rx_has(&qp->rx, q)) {
+			*bad = q;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * The R_Key of a SEND_WITH_INV names no MR this QP may invalidate
  * (MRC-MSG-39): its receive WQE fails, the requester gets INV_REQ and the
  * QP its error state (locked).
@@ -310,6 +335,9 @@ static void mrc_resp_inv_fail(struct mrc_qp *qp, struct mrc_rmsg *m)
  */
 static bool mrc_resp_complete(struct mrc_qp *qp)
 {
+	bool stopping = false;
+	u32 stop = 0, q;
+
 	for (;;) {
 		struct mrc_rmsg *m = mrc_rmsg(qp, qp->rmsn_base);
 		struct metaroce_cqe c = {};
@@ -317,10 +345,18 @@ static bool mrc_resp_complete(struct mrc_qp *qp)
 		if (!m->have_wqe || !m->last_seen ||
 		    !mrc_psn_lt(m->last_psn, qp->rx.nxt))
 			break;
-		if (m->has_inv &&
-		    mrc_mr_invalidate(qp->mdev, qp->pd, m->imm)) {
-			mrc_resp_inv_fail(qp, m);
-			return true;
+		if (stopping && !mrc_psn_lt(m->last_psn, stop))
+			break;	/* after a WRITE that fails: never completes */
+		if (m->has_inv) {
+			if (mrc_mr_invalidate(qp->mdev, qp->pd, m->imm)) {
+				mrc_resp_inv_fail(qp, m);
+				return true;
+			}
+			if (mrc_resp_inv_later(qp, m->last_psn, m->imm, &q) &&
+			    (!stopping || mrc_psn_lt(q, stop))) {
+				stopping = true;
+				stop = q;
+			}
 		}
 		c.wr_id = m->wqe.wr_id;
 		c.byte_len = m->byte_len;
@@ -341,7 +377,11 @@ static bool mrc_resp_complete(struct mrc_qp *qp)
 		memset(m, 0, sizeof(*m));
 		qp->rmsn_base++;
 	}
-	return false;
+	if (!stopping)
+		return false;
+	mrc_send_nak_at(qp, MRC_SYN_REM_ACCESS, stop);
+	mrc_qp_set_state(qp, IB_QPS_ERR);
+	return true;
 }
 
 static void mrc_resp_set_err(struct mrc_qp *qp, u32 psn, u8 syn)
