@@ -19,6 +19,18 @@
  *   inline  (L5) an inline send just over max_inline, and one whose SGE
  *           lengths wrap a u32, are refused with EINVAL; the QP still
  *           carries a verified message afterwards
+ *   frwr    (issue 45) fast registration: alloc_mr refuses other types;
+ *           map_mr_sg over three separate pages, REG_MR with an updated
+ *           key byte, a WRITE and a READ through the key verified byte
+ *           for byte; LOCAL_INV makes the key fail remotely (remote
+ *           access error, both QPs in ERR) and locally (local protection
+ *           error); a new registration with a new key byte works and the
+ *           stale key is refused, as is REG_MR of a valid MR;
+ *           SEND_WITH_INV invalidates (IB_WC_WITH_INVALIDATE with the
+ *           key, then the key fails) and one naming a DMA MR's key or a
+ *           stale key fails with IB_WC_REM_INV_REQ_ERR at both ends; a
+ *           WRITE posted after a SEND_WITH_INV of its key and placed
+ *           first (the SEND waits out an RNR NAK) fails (MRC-ORD-11)
  *
  * The QPs are RC QPs of the one device, connected to each other through
  * the device's first IPv4 RoCE v2 GID.  This is a test module: it is built
@@ -46,6 +58,7 @@ module_param_named(dev, dev_name_param, charp, 0644);
 MODULE_PARM_DESC(dev, "name of the metaroce device to test");
 
 static DEFINE_MUTEX(ulp_mutex);	/* serialises runs against device removal */
+static u8 ulp_min_rnr_timer = 1;	/* RNR timer code QPs connect with */
 static struct ib_device *ulp_devs[8];
 static struct dentry *ulp_dir;
 
@@ -68,6 +81,7 @@ struct ulp_pair {
 	struct timer_list timer;	/* posts from softirq context */
 	struct hrtimer hrt;		/* posts from hard-IRQ context */
 	struct completion posted;
+	bool manual;			/* the check polls; the handler does not */
 };
 
 static bool ulp_fill_msg(u8 *p, u32 seq, bool check)
@@ -163,6 +177,8 @@ static void ulp_comp_handler(struct ib_cq *cq, void *ctx)
 	unsigned long flags;
 	int err = 0;
 
+	if (READ_ONCE(p->manual))
+		return;
 	spin_lock_irqsave(&p->lock, flags);
 	p->handler_calls++;
 	if (!task_ok)
@@ -227,7 +243,8 @@ static int ulp_connect(struct ib_qp *qp, u32 dqpn,
 
 	a.qp_state = IB_QPS_INIT;
 	a.port_num = 1;
-	a.qp_access_flags = IB_ACCESS_LOCAL_WRITE;
+	a.qp_access_flags = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+			    IB_ACCESS_REMOTE_READ;
 	err = ulp_modify(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
 			 IB_QP_PORT | IB_QP_ACCESS_FLAGS, "INIT");
 	if (err)
@@ -236,7 +253,8 @@ static int ulp_connect(struct ib_qp *qp, u32 dqpn,
 	a.qp_state = IB_QPS_RTR;
 	a.path_mtu = IB_MTU_1024;
 	a.dest_qp_num = dqpn;
-	a.min_rnr_timer = 1;
+	a.min_rnr_timer = ulp_min_rnr_timer;
+	a.max_dest_rd_atomic = 4;
 	a.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
 	rdma_ah_set_port_num(&a.ah_attr, 1);
 	rdma_ah_set_grh(&a.ah_attr, &dgid, 0, gid->index, 64, 0);
@@ -253,6 +271,7 @@ static int ulp_connect(struct ib_qp *qp, u32 dqpn,
 	a.timeout = 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
+	a.max_rd_atomic = 4;
 	return ulp_modify(qp, &a, IB_QP_STATE | IB_QP_TIMEOUT |
 			  IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
 			  IB_QP_MAX_QP_RD_ATOMIC, "RTS");
@@ -678,6 +697,548 @@ static int ulp_check_inline(struct ib_device *dev)
 	return ok ? 0 : -EIO;
 }
 
+/* ---- frwr: fast registration and invalidation ---- */
+
+#define FR_OFF		100		/* the MR starts this far into page 0 */
+#define FR_LEN0		(PAGE_SIZE - FR_OFF)
+#define FR_LEN2		400		/* bytes of page 2 in the MR */
+#define FR_LEN		(FR_LEN0 + PAGE_SIZE + FR_LEN2)
+#define FR_UNTOUCHED	0xee		/* page bytes outside the MR */
+#define FR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+			 IB_ACCESS_REMOTE_READ)
+
+/* an FRWR MR over three separate pages, and local buffers (qa's side) */
+struct ulp_frwr {
+	struct ulp_pair *p;
+	struct page *pg[3];
+	struct scatterlist sg[3];
+	int nmapped;
+	struct ib_mr *mr;
+	u8 *lbuf;			/* FR_LEN: WRITE source, READ target */
+	u64 ldma;
+	unsigned int fails;
+};
+
+static u8 fr_byte(u32 seed, u32 off)
+{
+	return (u8)(seed * 131 + off * 7 + (off >> 8));
+}
+
+/* the page byte at offset @off of the MR */
+static u8 *fr_at(struct ulp_frwr *f, u32 off)
+{
+	if (off < FR_LEN0)
+		return (u8 *)page_address(f->pg[0]) + FR_OFF + off;
+	off -= FR_LEN0;
+	if (off < PAGE_SIZE)
+		return (u8 *)page_address(f->pg[1]) + off;
+	return (u8 *)page_address(f->pg[2]) + off - PAGE_SIZE;
+}
+
+static void fr_fill_mr(struct ulp_frwr *f, u32 seed)
+{
+	u32 i;
+
+	for (i = 0; i < FR_LEN; i++)
+		*fr_at(f, i) = fr_byte(seed, i);
+}
+
+/* the MR holds pattern @seed, and the page bytes around it are untouched */
+static bool fr_mr_holds(struct ulp_frwr *f, u32 seed)
+{
+	u8 *p0 = page_address(f->pg[0]), *p2 = page_address(f->pg[2]);
+	u32 i;
+
+	for (i = 0; i < FR_LEN; i++)
+		if (*fr_at(f, i) != fr_byte(seed, i))
+			return false;
+	for (i = 0; i < FR_OFF; i++)
+		if (p0[i] != FR_UNTOUCHED)
+			return false;
+	for (i = FR_LEN2; i < PAGE_SIZE; i++)
+		if (p2[i] != FR_UNTOUCHED)
+			return false;
+	return true;
+}
+
+static void fr_result(struct ulp_frwr *f, bool ok, const char *what)
+{
+	pr_info("mrc_ulp_test: frwr: %s: %s\n", what, ok ? "ok" : "FAIL");
+	if (!ok)
+		f->fails++;
+}
+
+/* the next completion of @cq, waiting up to 10 s; false if none came */
+static bool fr_wc(struct ib_cq *cq, struct ib_wc *wc)
+{
+	unsigned long end = jiffies + 10 * HZ;
+
+	do {
+		if (ib_poll_cq(cq, 1, wc) > 0)
+			return true;
+		usleep_range(500, 1000);
+	} while (time_before(jiffies, end));
+	memset(wc, 0, sizeof(*wc));
+	wc->status = IB_WC_GENERAL_ERR;	/* stands for "none" */
+	return false;
+}
+
+/* post @wr on @qp and take its completion: ok if status and opcode fit */
+static bool fr_do(struct ulp_frwr *f, struct ib_qp *qp, struct ib_send_wr *wr,
+		  enum ib_wc_status want, enum ib_wc_opcode op,
+		  const char *what)
+{
+	const struct ib_send_wr *bad;
+	struct ib_wc wc;
+	int err;
+	bool ok;
+
+	wr->send_flags |= IB_SEND_SIGNALED;
+	err = ib_post_send(qp, wr, &bad);
+	if (err) {
+		pr_info("mrc_ulp_test: frwr: %s: post_send %d\n", what, err);
+		fr_result(f, false, what);
+		return false;
+	}
+	fr_wc(f->p->scq, &wc);
+	ok = wc.status == want && wc.wr_id == wr->wr_id &&
+	     (want != IB_WC_SUCCESS || wc.opcode == op);
+	pr_info("mrc_ulp_test: frwr: %s: status %d (want %d) opcode %d wr_id %llu\n",
+		what, wc.status, want, wc.opcode, wc.wr_id);
+	fr_result(f, ok, what);
+	return ok;
+}
+
+static bool fr_reg(struct ulp_frwr *f, struct ib_qp *qp, u8 key,
+		   enum ib_wc_status want, const char *what)
+{
+	struct ib_reg_wr wr = {
+		.wr = { .opcode = IB_WR_REG_MR, .wr_id = 1 },
+		.mr = f->mr,
+		.access = FR_ACCESS,
+	};
+
+	ib_update_fast_reg_key(f->mr, key);
+	wr.key = f->mr->rkey;
+	return fr_do(f, qp, &wr.wr, want, IB_WC_REG_MR, what);
+}
+
+static bool fr_local_inv(struct ulp_frwr *f, u32 rkey, const char *what)
+{
+	struct ib_send_wr wr = {
+		.opcode = IB_WR_LOCAL_INV, .wr_id = 2,
+		.ex.invalidate_rkey = rkey,
+	};
+
+	return fr_do(f, f->p->qb, &wr, IB_WC_SUCCESS, IB_WC_LOCAL_INV, what);
+}
+
+/* a WRITE (@read false) or READ of the whole MR from qa through @rkey */
+static bool fr_rdma(struct ulp_frwr *f, bool read, u32 rkey, u32 lkey,
+		    enum ib_wc_status want, const char *what)
+{
+	struct ib_sge sge = {
+		.addr = lkey == f->p->pd->local_dma_lkey ? f->ldma :
+			f->mr->iova,
+		.length = FR_LEN,
+		.lkey = lkey,
+	};
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.opcode = read ? IB_WR_RDMA_READ : IB_WR_RDMA_WRITE,
+			.wr_id = read ? 4 : 3,
+			.sg_list = &sge,
+			.num_sge = 1,
+		},
+		.remote_addr = f->mr->iova,
+		.rkey = rkey,
+	};
+
+	return fr_do(f, f->p->qa, &wr.wr, want,
+		     read ? IB_WC_RDMA_READ : IB_WC_RDMA_WRITE, what);
+}
+
+/* both QPs in @state (what an access error must leave, MRC-NAK-9/10) */
+static bool fr_qps_in(struct ulp_frwr *f, enum ib_qp_state state)
+{
+	struct ib_qp_init_attr ia;
+	struct ib_qp_attr a, b;
+
+	return !ib_query_qp(f->p->qa, &a, IB_QP_STATE, &ia) &&
+	       !ib_query_qp(f->p->qb, &b, IB_QP_STATE, &ia) &&
+	       a.qp_state == state && b.qp_state == state;
+}
+
+/* after an error: both QPs to ERR, flushed, then RESET and RTS again */
+static bool fr_reset(struct ulp_frwr *f, const char *what)
+{
+	struct ib_qp_attr a = { .qp_state = IB_QPS_ERR };
+	const struct ib_gid_attr *gid;
+	struct ib_wc wc;
+	int err;
+
+	err = ib_modify_qp(f->p->qa, &a, IB_QP_STATE) ?:
+	      ib_modify_qp(f->p->qb, &a, IB_QP_STATE);
+	msleep(20);
+	while (ib_poll_cq(f->p->scq, 1, &wc) > 0 ||
+	       ib_poll_cq(f->p->rcq, 1, &wc) > 0)
+		;
+	a.qp_state = IB_QPS_RESET;
+	err = err ?: ib_modify_qp(f->p->qa, &a, IB_QP_STATE) ?:
+	      ib_modify_qp(f->p->qb, &a, IB_QP_STATE);
+	gid = ulp_find_gid(f->p->dev);
+	if (!err && gid)
+		err = ulp_connect(f->p->qa, f->p->qb->qp_num, gid) ?:
+		      ulp_connect(f->p->qb, f->p->qa->qp_num, gid);
+	if (gid)
+		rdma_put_gid_attr(gid);
+	if (err || !gid)
+		pr_info("mrc_ulp_test: frwr: reset after %s: %d\n", what, err);
+	return !err && gid;
+}
+
+static bool fr_map(struct ulp_frwr *f, const char *what)
+{
+	int n = ib_map_mr_sg(f->mr, f->sg, f->nmapped, NULL, PAGE_SIZE);
+	bool ok = n == f->nmapped && f->mr->length == FR_LEN &&
+		  f->mr->iova == sg_dma_address(&f->sg[0]);
+
+	pr_info("mrc_ulp_test: frwr: %s: ib_map_mr_sg = %d of %d, length %llu\n",
+		what, n, f->nmapped, f->mr->length);
+	fr_result(f, ok, what);
+	return ok;
+}
+
+/* device attributes; alloc_mr refuses other types and too many pages */
+static void fr_check_alloc(struct ulp_frwr *f)
+{
+	struct ib_device *dev = f->p->dev;
+	struct ib_pd *pd = f->p->pd;
+	u32 max = dev->attrs.max_fast_reg_page_list_len;
+	struct ib_mr *mr;
+
+	fr_result(f, (dev->attrs.device_cap_flags &
+		      IB_DEVICE_MEM_MGT_EXTENSIONS) && max >= 3,
+		  "IB_DEVICE_MEM_MGT_EXTENSIONS, max_fast_reg_page_list_len >= 3");
+	/* the driver's own answer: the core refuses SG_GAPS itself */
+	mr = dev->ops.alloc_mr ? dev->ops.alloc_mr(pd, IB_MR_TYPE_SG_GAPS, 3) :
+				 ERR_PTR(-ENODEV);
+	pr_info("mrc_ulp_test: frwr: alloc_mr(SG_GAPS) = %d\n",
+		PTR_ERR_OR_ZERO(mr));
+	if (!IS_ERR(mr))
+		ulp_put_dma_mr(pd, mr);
+	fr_result(f, PTR_ERR_OR_ZERO(mr) == -EOPNOTSUPP,
+		  "alloc_mr of another type refused with EOPNOTSUPP");
+	mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, max + 1);
+	if (!IS_ERR(mr))
+		ib_dereg_mr(mr);
+	fr_result(f, IS_ERR(mr), "alloc_mr beyond max_fast_reg_page_list_len refused");
+}
+
+static int fr_setup(struct ulp_frwr *f)
+{
+	struct ib_device *dev = f->p->dev;
+	int i;
+
+	sg_init_table(f->sg, 3);
+	for (i = 0; i < 3; i++) {
+		f->pg[i] = alloc_page(GFP_KERNEL);
+		if (!f->pg[i])
+			return -ENOMEM;
+		memset(page_address(f->pg[i]), FR_UNTOUCHED, PAGE_SIZE);
+	}
+	sg_set_page(&f->sg[0], f->pg[0], FR_LEN0, FR_OFF);
+	sg_set_page(&f->sg[1], f->pg[1], PAGE_SIZE, 0);
+	sg_set_page(&f->sg[2], f->pg[2], FR_LEN2, 0);
+	f->nmapped = ib_dma_map_sg(dev, f->sg, 3, DMA_BIDIRECTIONAL);
+	if (f->nmapped <= 0)
+		return -EIO;
+	f->lbuf = kzalloc(FR_LEN, GFP_KERNEL);
+	if (!f->lbuf)
+		return -ENOMEM;
+	f->ldma = ib_dma_map_single(dev, f->lbuf, FR_LEN, DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(dev, f->ldma)) {
+		f->ldma = 0;
+		return -EIO;
+	}
+	f->mr = ib_alloc_mr(f->p->pd, IB_MR_TYPE_MEM_REG, 3);
+	if (IS_ERR(f->mr)) {
+		pr_info("mrc_ulp_test: frwr: FAIL ib_alloc_mr(MEM_REG, 3) = %ld\n",
+			PTR_ERR(f->mr));
+		return PTR_ERR(f->mr);
+	}
+	return 0;
+}
+
+static void fr_free(struct ulp_frwr *f)
+{
+	struct ib_device *dev = f->p->dev;
+	int i;
+
+	if (!IS_ERR_OR_NULL(f->mr))
+		ib_dereg_mr(f->mr);
+	if (f->ldma)
+		ib_dma_unmap_single(dev, f->ldma, FR_LEN, DMA_BIDIRECTIONAL);
+	kfree(f->lbuf);
+	if (f->nmapped > 0)
+		ib_dma_unmap_sg(dev, f->sg, 3, DMA_BIDIRECTIONAL);
+	for (i = 0; i < 3; i++)
+		if (f->pg[i])
+			__free_page(f->pg[i]);
+}
+
+static void fr_fill_local(struct ulp_frwr *f, u32 seed)
+{
+	u32 i;
+
+	for (i = 0; i < FR_LEN; i++)
+		f->lbuf[i] = fr_byte(seed, i);
+}
+
+static bool fr_local_holds(struct ulp_frwr *f, u32 seed)
+{
+	u32 i;
+
+	for (i = 0; i < FR_LEN; i++)
+		if (f->lbuf[i] != fr_byte(seed, i))
+			return false;
+	return true;
+}
+
+/* REG_MR, then a WRITE and a READ through the key, verified */
+static void fr_check_data(struct ulp_frwr *f)
+{
+	u32 lkey = f->p->pd->local_dma_lkey;
+
+	fr_rdma(f, false, f->mr->rkey, lkey, IB_WC_REM_ACCESS_ERR,
+		"a WRITE before REG_MR is refused");
+	fr_result(f, fr_qps_in(f, IB_QPS_ERR) && fr_reset(f, "unregistered"),
+		  "both QPs in ERR after it, reset");
+	fr_map(f, "map three pages");
+	fr_reg(f, f->p->qb, (u8)(f->mr->rkey + 1), IB_WC_SUCCESS,
+	       "REG_MR with an updated key byte");
+	fr_fill_local(f, 1);
+	fr_rdma(f, false, f->mr->rkey, lkey, IB_WC_SUCCESS, "WRITE through it");
+	fr_result(f, fr_mr_holds(f, 1), "WRITE data verified in the pages");
+	fr_fill_mr(f, 2);
+	memset(f->lbuf, 0, FR_LEN);
+	fr_rdma(f, true, f->mr->rkey, lkey, IB_WC_SUCCESS, "READ through it");
+	fr_result(f, fr_local_holds(f, 2), "READ data verified");
+}
+
+/* LOCAL_INV: the key reaches nothing, remotely or locally */
+static void fr_check_local_inv(struct ulp_frwr *f)
+{
+	u32 lkey = f->p->pd->local_dma_lkey, old = f->mr->rkey;
+	struct ib_send_wr wr = { .opcode = IB_WR_SEND, .wr_id = 5 };
+	struct ib_sge sge = {
+		.addr = f->mr->iova, .length = 64, .lkey = f->mr->lkey,
+	};
+
+	fr_local_inv(f, old, "LOCAL_INV");
+	fr_fill_local(f, 3);
+	fr_rdma(f, false, old, lkey, IB_WC_REM_ACCESS_ERR,
+		"WRITE with the invalidated rkey: remote access error");
+	fr_result(f, fr_mr_holds(f, 2), "pages unchanged");
+	fr_result(f, fr_qps_in(f, IB_QPS_ERR) && fr_reset(f, "LOCAL_INV"),
+		  "both QPs in ERR after it, reset");
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	fr_do(f, f->p->qa, &wr, IB_WC_LOC_PROT_ERR, IB_WC_SEND,
+	      "SEND from the invalidated lkey: local protection error");
+	fr_reset(f, "local use");
+}
+
+/* a new key byte: the new key works, the stale one is refused */
+static void fr_check_rereg(struct ulp_frwr *f)
+{
+	u32 lkey = f->p->pd->local_dma_lkey, stale = f->mr->rkey;
+
+	fr_map(f, "map again");
+	fr_reg(f, f->p->qb, (u8)(stale + 1), IB_WC_SUCCESS,
+	       "REG_MR again with a new key byte");
+	fr_fill_local(f, 4);
+	fr_rdma(f, false, f->mr->rkey, lkey, IB_WC_SUCCESS,
+		"WRITE through the new key");
+	fr_result(f, fr_mr_holds(f, 4), "WRITE data verified");
+	memset(f->lbuf, 0, FR_LEN);
+	fr_rdma(f, true, stale, lkey, IB_WC_REM_ACCESS_ERR,
+		"READ with the stale key: remote access error");
+	fr_result(f, !memchr_inv(f->lbuf, 0, FR_LEN),
+		  "nothing read through the stale key");
+	fr_reset(f, "stale key");
+	fr_reg(f, f->p->qb, (u8)(f->mr->rkey + 1), IB_WC_LOC_PROT_ERR,
+	       "REG_MR of a valid MR refused");
+	fr_reset(f, "REG_MR of a valid MR");
+	/* the refused REG_MR changed nothing: the key before it still works */
+	ib_update_fast_reg_key(f->mr, (u8)(f->mr->rkey - 1));
+	fr_fill_local(f, 5);
+	fr_rdma(f, false, f->mr->rkey, lkey, IB_WC_SUCCESS,
+		"WRITE through the key before the refused REG_MR");
+	fr_result(f, fr_mr_holds(f, 5), "WRITE data verified");
+}
+
+/* qa sends a SEND_WITH_INV of @rkey; qb's receive completion is returned */
+static bool fr_send_inv(struct ulp_frwr *f, u32 rkey, enum ib_wc_status want,
+			struct ib_wc *rwc, const char *what)
+{
+	struct ulp_pair *p = f->p;
+	struct ib_sge sge = {
+		.addr = p->sdma, .length = ULP_MSG, .lkey = p->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.opcode = IB_WR_SEND_WITH_INV, .wr_id = 6,
+		.sg_list = &sge, .num_sge = 1,
+		.ex.invalidate_rkey = rkey,
+	};
+
+	ulp_fill_msg(p->sbuf, 7, false);
+	memset(p->rbuf, 0, ULP_MSG);
+	if (ulp_post_recv(p, 0)) {
+		fr_result(f, false, what);
+		return false;
+	}
+	fr_do(f, p->qa, &wr, want, IB_WC_SEND, what);
+	fr_wc(p->rcq, rwc);
+	pr_info("mrc_ulp_test: frwr: %s: receive status %d opcode %d flags %#x invalidate_rkey %#x byte_len %u\n",
+		what, rwc->status, rwc->opcode, rwc->wc_flags,
+		rwc->ex.invalidate_rkey, rwc->byte_len);
+	return rwc->status == want;
+}
+
+/* SEND_WITH_INV invalidates the MR it names; bad names fail cleanly */
+static void fr_check_send_inv(struct ulp_frwr *f)
+{
+	u32 lkey = f->p->pd->local_dma_lkey, key = f->mr->rkey;
+	struct ib_wc rwc;
+
+	fr_send_inv(f, key, IB_WC_SUCCESS, &rwc, "SEND_WITH_INV");
+	fr_result(f, rwc.status == IB_WC_SUCCESS && rwc.opcode == IB_WC_RECV &&
+		  (rwc.wc_flags & IB_WC_WITH_INVALIDATE) &&
+		  !(rwc.wc_flags & IB_WC_WITH_IMM) &&
+		  rwc.ex.invalidate_rkey == key && rwc.byte_len == ULP_MSG &&
+		  ulp_fill_msg(f->p->rbuf, 7, true),
+		  "receive: WITH_INVALIDATE, invalidate_rkey, data verified");
+	fr_fill_local(f, 6);
+	fr_rdma(f, false, key, lkey, IB_WC_REM_ACCESS_ERR,
+		"WRITE with the remotely invalidated rkey: remote access error");
+	fr_result(f, fr_mr_holds(f, 5), "pages unchanged");
+	fr_reset(f, "remote invalidation");
+
+	fr_send_inv(f, lkey, IB_WC_REM_INV_REQ_ERR, &rwc,
+		    "SEND_WITH_INV of a DMA MR's key");
+	fr_result(f, rwc.status == IB_WC_REM_INV_REQ_ERR,
+		  "both ends fail with IB_WC_REM_INV_REQ_ERR");
+	fr_reset(f, "SEND_WITH_INV of a DMA MR");
+
+	fr_map(f, "map a third time");
+	fr_reg(f, f->p->qb, (u8)(key + 1), IB_WC_SUCCESS, "REG_MR a third time");
+	fr_send_inv(f, key, IB_WC_REM_INV_REQ_ERR, &rwc,
+		    "SEND_WITH_INV of the stale key");
+	fr_result(f, rwc.status == IB_WC_REM_INV_REQ_ERR,
+		  "both ends fail with IB_WC_REM_INV_REQ_ERR");
+	fr_reset(f, "SEND_WITH_INV of a stale key");
+	fr_fill_local(f, 8);
+	fr_rdma(f, false, f->mr->rkey, lkey, IB_WC_SUCCESS,
+		"WRITE through the current key: still valid");
+	fr_result(f, fr_mr_holds(f, 8), "WRITE data verified");
+}
+
+/*
+ * MRC-ORD-11: a WRITE posted after a SEND_WITH_INV of its key fails, even
+ * when it is placed first.  With no receive posted, the SEND_WITH_INV gets
+ * an RNR NAK (163.84 ms) while the WRITE behind it is placed; the receive
+ * comes then, and the resent SEND_WITH_INV invalidates the key.
+ */
+static void fr_check_inv_order(struct ulp_frwr *f)
+{
+	struct ulp_pair *p = f->p;
+	struct ib_sge ssge = {
+		.addr = p->sdma, .length = ULP_MSG, .lkey = p->pd->local_dma_lkey,
+	};
+	struct ib_sge wsge = {
+		.addr = f->ldma, .length = FR_LEN, .lkey = p->pd->local_dma_lkey,
+	};
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.opcode = IB_WR_RDMA_WRITE, .wr_id = 3,
+			.sg_list = &wsge, .num_sge = 1,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+		.remote_addr = f->mr->iova,
+		.rkey = f->mr->rkey,
+	};
+	struct ib_send_wr inv = {
+		.opcode = IB_WR_SEND_WITH_INV, .wr_id = 6,
+		.sg_list = &ssge, .num_sge = 1,
+		.send_flags = IB_SEND_SIGNALED,
+		.ex.invalidate_rkey = f->mr->rkey,
+		.next = &wr.wr,
+	};
+	const struct ib_send_wr *bad;
+	struct ib_wc w1, w2, rwc;
+	bool placed;
+
+	ulp_min_rnr_timer = 28;
+	if (!fr_reset(f, "RNR timer")) {
+		ulp_min_rnr_timer = 1;
+		fr_result(f, false, "QPs with a long RNR timer");
+		return;
+	}
+	ulp_fill_msg(p->sbuf, 9, false);
+	fr_fill_local(f, 9);
+	if (ib_post_send(p->qa, &inv, &bad)) {
+		fr_result(f, false, "post SEND_WITH_INV and a WRITE with its key");
+		goto out;
+	}
+	msleep(30);
+	placed = fr_mr_holds(f, 9);
+	fr_result(f, placed, "the WRITE is placed while the SEND_WITH_INV waits");
+	if (ulp_post_recv(p, 0))
+		fr_result(f, false, "post the receive");
+	fr_wc(p->scq, &w1);
+	fr_wc(p->scq, &w2);
+	fr_wc(p->rcq, &rwc);
+	pr_info("mrc_ulp_test: frwr: order: send wr_id %llu status %d, write wr_id %llu status %d, receive status %d flags %#x\n",
+		w1.wr_id, w1.status, w2.wr_id, w2.status, rwc.status,
+		rwc.wc_flags);
+	fr_result(f, w1.wr_id == 6 && w1.status == IB_WC_SUCCESS &&
+		  rwc.status == IB_WC_SUCCESS &&
+		  (rwc.wc_flags & IB_WC_WITH_INVALIDATE),
+		  "the SEND_WITH_INV completes at both ends");
+	fr_result(f, w2.wr_id == 3 && w2.status == IB_WC_REM_ACCESS_ERR,
+		  "the WRITE placed before it fails with a remote access error");
+out:
+	ulp_min_rnr_timer = 1;
+	fr_reset(f, "the WRITE after SEND_WITH_INV");
+}
+
+static int ulp_check_frwr(struct ib_device *dev)
+{
+	struct ulp_frwr f = {};
+	int err;
+
+	f.p = ulp_pair_new(dev);
+	if (IS_ERR(f.p))
+		return PTR_ERR(f.p);
+	/* this check polls its CQs itself */
+	WRITE_ONCE(f.p->manual, true);
+	err = fr_setup(&f);
+	if (!err) {
+		fr_check_alloc(&f);
+		fr_check_data(&f);
+		fr_check_local_inv(&f);
+		fr_check_rereg(&f);
+		fr_check_send_inv(&f);
+		fr_check_inv_order(&f);
+	}
+	fr_free(&f);
+	ulp_pair_free(f.p);
+	pr_info("mrc_ulp_test: frwr: %s (%u failed)\n",
+		!err && !f.fails ? "ok" : "FAIL", f.fails);
+	return err ?: f.fails ? -EIO : 0;
+}
+
 static struct ib_device *ulp_find_dev(const char *name)
 {
 	int i;
@@ -705,6 +1266,8 @@ static int ulp_run(const char *check)
 		return ulp_check_irq(dev);
 	if (!strcmp(check, "inline"))
 		return ulp_check_inline(dev);
+	if (!strcmp(check, "frwr"))
+		return ulp_check_frwr(dev);
 	return -EINVAL;
 }
 

@@ -16,6 +16,15 @@
 #    - L5 "inline": an inline send one byte over max_inline and one whose
 #      SGE lengths wrap a u32 are refused with EINVAL (no oops), and the QP
 #      still carries verified messages;
+#    - issue 45 "frwr": fast registration for kernel ULPs: alloc_mr (other
+#      types refused), map_mr_sg over three separate pages, REG_MR with an
+#      updated key byte, a WRITE and a READ through it verified byte for
+#      byte; after LOCAL_INV the key fails remotely (REM_ACCESS_ERR, pages
+#      unchanged, both QPs in ERR) and locally (LOC_PROT_ERR); a new
+#      registration works and the stale key is refused; REG_MR of a valid
+#      MR is refused; SEND_WITH_INV invalidates (IB_WC_WITH_INVALIDATE,
+#      invalidate_rkey, then the key fails) and one naming a DMA MR's key
+#      or a stale key fails with IB_WC_REM_INV_REQ_ERR at both ends;
 #  - no kernel warnings after each part.
 # vm-test-timeout: 300
 set -uo pipefail
@@ -107,7 +116,7 @@ ulp_run() {
 }
 
 if ! ko=$(ulp_module 2>/tmp/ulpkmod.log); then
-	for c in L3 C4 L5; do
+	for c in L3 C4 FRWR L5; do
 		t_skip "$c (test ULP module)" "mrc_ulp_test.ko cannot be built for $(uname -r): $(tail -n 3 /tmp/ulpkmod.log)"
 	done
 elif ! insmod "$ko" dev="$RC_DEV_A"; then
@@ -119,6 +128,8 @@ else
 	dmesg_check "L3"
 	ulp_run irq "C4: posting with IRQs off and from timers; CQ handler in task context"
 	dmesg_check "C4"
+	ulp_run frwr "FRWR: REG_MR, LOCAL_INV and SEND_WITH_INV invalidate; stale keys refused"
+	dmesg_check "FRWR"
 	# last: without the fix, this one oopses with the QP's lock held
 	if ulp_run inline "L5: inline lengths over max_inline refused, even when they wrap"; then
 		t_check "test ULP module unloads" rmmod mrc_ulp_test

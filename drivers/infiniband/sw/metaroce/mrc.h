@@ -36,6 +36,7 @@
 #define MRC_MAX_SRQ_WR		16384
 #define MRC_MAX_RD_ATOM		128
 #define MRC_MAX_MR_SIZE		BIT_ULL(40)
+#define MRC_MAX_FRWR_PAGES	512	/* max_fast_reg_page_list_len */
 #define MRC_QPN_MIN		16	/* below: QP 0, 1 and reserved */
 #define MRC_QPN_MAX		0xffffff
 #define MRC_MR_IDX_MAX		0xffffff	/* memory key >> 8 */
@@ -337,8 +338,36 @@ static inline struct mrc_cq *to_mcq(struct ib_cq *cq)
 enum mrc_mr_type {
 	MRC_MR_DMA,			/* kernel virtual addresses, all memory */
 	MRC_MR_USER,			/* pinned user pages */
+	MRC_MR_FRWR,			/* kernel pages bound by IB_WR_REG_MR */
 };
 
+/**
+ * struct mrc_frwr - the page lists of a fast-registration MR.
+ * @pl: kernel virtual addresses of the registered pages (ib_uses_virt_dma).
+ * @npl: entries of @pl in use.
+ * @next: the list map_mr_sg() fills; REG_MR swaps it with @pl.
+ * @nnext: entries of @next in use.
+ * @next_off: offset of the mapped iova in @next[0].
+ * @next_shift: log2 of the mapped page size.
+ * @max: entries each list has room for.
+ */
+struct mrc_frwr {
+	u64 *pl;
+	u32 npl;
+	u64 *next;
+	u32 nnext;
+	u32 next_off;
+	u8 next_shift;
+	u32 max;
+};
+
+/*
+ * An MR.  @key, @valid, @region, @page_off, @page_shift and the FRWR page
+ * list change while the MR is in use (IB_WR_REG_MR, invalidation): they
+ * are read and written under @lock, and every access checks its key and
+ * range and moves its bytes inside one critical section, so that an
+ * invalidation that returned leaves no access behind.
+ */
 struct mrc_mr {
 	struct ib_mr ibmr;
 	struct mrc_dev *mdev;
@@ -347,8 +376,13 @@ struct mrc_mr {
 	struct ib_umem *umem;
 	struct page **pages;
 	unsigned long npages;
+	spinlock_t lock;		/* see above; IRQ safe */
+	u32 key;			/* the one key that reaches it now */
+	bool valid;			/* FRWR: registered, not invalidated */
 	u32 page_off;			/* offset of iova in pages[0] */
+	u8 page_shift;
 	struct mrc_region region;
+	struct mrc_frwr frwr;
 	refcount_t ref;
 	struct completion done;
 	struct rcu_head rcu;		/* lookups may still read a dead MR */
@@ -400,6 +434,7 @@ struct mrc_swqe {
 	struct metaroce_send_wqe wr;	/* validated copy */
 	struct metaroce_sge sge[MRC_MAX_SGE];
 	const u8 *inline_data;		/* points into qp->sq_shadow */
+	bool local;			/* REG_MR, LOCAL_INV: no packets */
 	u32 length;			/* message length */
 	u32 first_psn;
 	u32 npsn;			/* PSNs the message occupies */
@@ -663,8 +698,26 @@ int mrc_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int mrc_cq_post(struct mrc_cq *cq, const struct metaroce_cqe *cqe,
 		bool solicited);
 
+/*
+ * Kernel-only work requests and completions (not in the provider ABI):
+ * the values of enum ib_wr_opcode and enum ib_wc_opcode.
+ */
+#define MRC_WR_LOCAL_INV	IB_WR_LOCAL_INV
+#define MRC_WR_REG_MR		IB_WR_REG_MR
+#define MRC_WC_LOCAL_INV	IB_WC_LOCAL_INV
+#define MRC_WC_REG_MR		IB_WC_REG_MR
+
 /* mrc_mr.c */
 struct ib_mr *mrc_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *mrc_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			   u32 max_num_sg);
+int mrc_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		  unsigned int *sg_offset);
+int mrc_mr_reg(struct mrc_dev *mdev, struct mrc_pd *pd, u64 cookie, u32 key,
+	       int access);
+int mrc_mr_invalidate(struct mrc_dev *mdev, struct mrc_pd *pd, u32 key);
+int mrc_mr_access(struct mrc_mr *mr, u32 key, u64 va, u64 len, u32 need,
+		  int (*fn)(struct mrc_mr *mr, void *arg), void *arg);
 struct ib_mr *mrc_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			      u64 iova, int access, struct ib_udata *udata);
 int mrc_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);

@@ -250,6 +250,12 @@ static void mrc_cqe_to_wc(const struct metaroce_cqe *c, struct ib_wc *wc,
 	case METAROCE_WC_RECV_RDMA_WITH_IMM:
 		wc->opcode = IB_WC_RECV_RDMA_WITH_IMM;
 		break;
+	case MRC_WC_LOCAL_INV:
+		wc->opcode = IB_WC_LOCAL_INV;
+		break;
+	case MRC_WC_REG_MR:
+		wc->opcode = IB_WC_REG_MR;
+		break;
 	default:
 		wc->opcode = IB_WC_RECV;
 		break;

@@ -4,6 +4,7 @@
  * registered memory.
  */
 #include <linux/highmem.h>
+#include <linux/sizes.h>
 #include <linux/vmalloc.h>
 
 #include "mrc.h"
@@ -40,6 +41,9 @@ static struct mrc_mr *mrc_mr_new(struct ib_pd *ibpd, int access)
 	mr->mdev = mdev;
 	mr->pd = to_mpd(ibpd);
 	mr->region.access = mrc_access_to_mrc(access);
+	mr->valid = true;
+	mr->page_shift = PAGE_SHIFT;
+	spin_lock_init(&mr->lock);
 	refcount_set(&mr->ref, 1);
 	init_completion(&mr->done);
 	return mr;
@@ -67,6 +71,7 @@ static int mrc_mr_publish(struct mrc_mr *mr)
 	key = (idx << 8) | (rnd >> 24);
 	mr->ibmr.lkey = key;
 	mr->ibmr.rkey = key;
+	mr->key = key;
 	xa_store(&mdev->mr_xa, idx, mr, GFP_KERNEL_ACCOUNT);
 	return 0;
 }
@@ -76,6 +81,8 @@ static void mrc_mr_release(struct mrc_mr *mr)
 	if (mr->umem)
 		ib_umem_release(mr->umem);
 	kvfree(mr->pages);
+	kfree(mr->frwr.pl);
+	kfree(mr->frwr.next);
 	atomic_dec(&mr->mdev->n_mr);
 	/* mrc_mr_get() may have loaded the pointer just before xa_erase */
 	kfree_rcu(mr, rcu);
@@ -173,6 +180,19 @@ int mrc_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	return 0;
 }
 
+/* the MR at @key's index, referenced, whatever the rest of @key */
+static struct mrc_mr *mrc_mr_get_idx(struct mrc_dev *mdev, u32 key)
+{
+	struct mrc_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&mdev->mr_xa, key >> 8);
+	if (mr && !refcount_inc_not_zero(&mr->ref))
+		mr = NULL;
+	rcu_read_unlock();
+	return mr;
+}
+
 /**
  * mrc_mr_get() - look up a key and take a reference.
  * @mdev: device.
@@ -182,15 +202,15 @@ int mrc_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
  */
 struct mrc_mr *mrc_mr_get(struct mrc_dev *mdev, u32 key)
 {
-	struct mrc_mr *mr;
+	struct mrc_mr *mr = mrc_mr_get_idx(mdev, key);
 
-	rcu_read_lock();
-	mr = xa_load(&mdev->mr_xa, key >> 8);
-	if (mr && !refcount_inc_not_zero(&mr->ref))
-		mr = NULL;
-	rcu_read_unlock();
-	/* the key is read only while the reference keeps the MR alive */
-	if (mr && mr->ibmr.lkey != key) {
+	/*
+	 * The whole key must match, not only its index: a key whose low
+	 * byte a ULP changed since (ib_update_fast_reg_key()) is stale.
+	 * Read only while the reference keeps the MR alive; an FRWR MR's
+	 * key is checked again under its lock (mrc_mr_access()).
+	 */
+	if (mr && READ_ONCE(mr->key) != key) {
 		mrc_mr_put(mr);
 		mr = NULL;
 	}
@@ -201,6 +221,233 @@ void mrc_mr_put(struct mrc_mr *mr)
 {
 	if (refcount_dec_and_test(&mr->ref))
 		complete(&mr->done);
+}
+
+/**
+ * mrc_alloc_mr() - allocate a fast-registration MR (IB_MR_TYPE_MEM_REG).
+ * @ibpd: its PD.
+ * @type: the MR type; only IB_MR_TYPE_MEM_REG is supported.
+ * @max_num_sg: pages the MR can map, at most MRC_MAX_FRWR_PAGES.
+ *
+ * The MR starts invalid: no key reaches it until an IB_WR_REG_MR binds the
+ * pages mrc_map_mr_sg() mapped.
+ *
+ * Return: the MR; ERR_PTR(-EOPNOTSUPP) for another type, -EINVAL for a
+ * page count out of range, -ENOMEM.
+ */
+struct ib_mr *mrc_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			   u32 max_num_sg)
+{
+	struct mrc_mr *mr;
+	int err;
+
+	if (type != IB_MR_TYPE_MEM_REG) {
+		ibdev_dbg(ibpd->device, "alloc_mr: type %d unsupported\n",
+			  type);
+		return ERR_PTR(-EOPNOTSUPP);
+	}
+	if (!max_num_sg || max_num_sg > MRC_MAX_FRWR_PAGES)
+		return ERR_PTR(-EINVAL);
+	mr = mrc_mr_new(ibpd, 0);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	mr->type = MRC_MR_FRWR;
+	mr->valid = false;
+	mr->frwr.max = max_num_sg;
+	mr->frwr.pl = kcalloc(max_num_sg, sizeof(u64), GFP_KERNEL_ACCOUNT);
+	mr->frwr.next = kcalloc(max_num_sg, sizeof(u64), GFP_KERNEL_ACCOUNT);
+	err = -ENOMEM;
+	if (mr->frwr.pl && mr->frwr.next)
+		err = mrc_mr_publish(mr);
+	if (err) {
+		mrc_mr_release(mr);
+		return ERR_PTR(err);
+	}
+	return &mr->ibmr;
+}
+
+static int mrc_frwr_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct mrc_frwr *f = &to_mmr(ibmr)->frwr;
+
+	if (f->nnext >= f->max)
+		return -ENOMEM;
+	f->next[f->nnext++] = addr;
+	return 0;
+}
+
+/**
+ * mrc_map_mr_sg() - map a DMA-mapped scatter list into an FRWR MR.
+ * @ibmr: the MR.
+ * @sg: the list; its DMA addresses are kernel virtual addresses (the
+ *	device has no DMA device, ib_uses_virt_dma()).
+ * @sg_nents: entries.
+ * @sg_offset: offset into the first entry, or NULL.
+ *
+ * The pages go to a list of their own: a registration still in use keeps
+ * its pages until IB_WR_REG_MR binds the new ones.
+ *
+ * Return: the number of entries mapped (ib_sg_to_pages()), or -EINVAL.
+ */
+int mrc_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		  unsigned int *sg_offset)
+{
+	struct mrc_mr *mr = to_mmr(ibmr);
+	unsigned long flags;
+	int n;
+
+	if (mr->type != MRC_MR_FRWR || !is_power_of_2(ibmr->page_size) ||
+	    ibmr->page_size < SZ_4K)
+		return -EINVAL;
+	spin_lock_irqsave(&mr->lock, flags);
+	mr->frwr.nnext = 0;
+	n = ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, mrc_frwr_set_page);
+	mr->frwr.next_shift = ilog2(ibmr->page_size);
+	mr->frwr.next_off = ibmr->iova & (ibmr->page_size - 1);
+	spin_unlock_irqrestore(&mr->lock, flags);
+	return n;
+}
+
+/* REG_MR (locked): bind the mapped list, if any, with the MR's fields now */
+static int mrc_frwr_bind(struct mrc_mr *mr, u32 key, int access)
+{
+	struct mrc_frwr *f = &mr->frwr;
+	u64 room;
+
+	if (mr->valid)
+		return -EBUSY;	/* invalidate first, as IBTA requires */
+	if (f->nnext) {
+		swap(f->pl, f->next);
+		f->npl = f->nnext;
+		f->nnext = 0;
+		mr->page_off = f->next_off;
+		mr->page_shift = f->next_shift;
+	}
+	room = ((u64)f->npl << mr->page_shift) - mr->page_off;
+	if (!f->npl || !mr->ibmr.length || mr->ibmr.length > room)
+		return -EINVAL;
+	mr->region.iova = mr->ibmr.iova;
+	mr->region.length = mr->ibmr.length;
+	mr->region.access = mrc_access_to_mrc(access);
+	WRITE_ONCE(mr->key, key);
+	mr->valid = true;
+	return 0;
+}
+
+/**
+ * mrc_mr_reg() - execute an IB_WR_REG_MR work request.
+ * @mdev: device.
+ * @pd: the posting QP's PD.
+ * @cookie: the work request's ib_mr pointer, only compared.
+ * @key: the new key; its index bits must be the MR's.
+ * @access: IB_ACCESS_* the registration grants.
+ *
+ * Binds the page list the last mrc_map_mr_sg() mapped (else the one bound
+ * before), with the MR's iova and length as they are now; the MR becomes
+ * valid under @key.
+ *
+ * Return: 0; -EINVAL if @key names no FRWR MR of @pd that is @cookie, or
+ * nothing is mapped; -EBUSY if the MR is still valid.
+ */
+int mrc_mr_reg(struct mrc_dev *mdev, struct mrc_pd *pd, u64 cookie, u32 key,
+	       int access)
+{
+	struct mrc_mr *mr = mrc_mr_get_idx(mdev, key);
+	unsigned long flags;
+	int err;
+
+	if (!mr)
+		return -EINVAL;
+	if (mr->type != MRC_MR_FRWR || mr->pd != pd ||
+	    (uintptr_t)&mr->ibmr != cookie || (access & ~IB_ACCESS_SUPPORTED)) {
+		mrc_mr_put(mr);
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&mr->lock, flags);
+	err = mrc_frwr_bind(mr, key, access);
+	spin_unlock_irqrestore(&mr->lock, flags);
+	mrc_mr_put(mr);
+	return err;
+}
+
+/**
+ * mrc_mr_invalidate() - invalidate an FRWR MR (IB_WR_LOCAL_INV, or the
+ * R_Key of a received SEND_WITH_INV).
+ * @mdev: device.
+ * @pd: the PD of the QP that invalidates.
+ * @key: the key, which must be the MR's current one.
+ *
+ * On return no access through the key is in progress, and none starts.
+ * Invalidating an MR already invalid under the same key succeeds.
+ *
+ * Return: 0, or -EINVAL if @key names no FRWR MR of @pd (other MRs are
+ * never invalidated).
+ */
+int mrc_mr_invalidate(struct mrc_dev *mdev, struct mrc_pd *pd, u32 key)
+{
+	struct mrc_mr *mr = mrc_mr_get(mdev, key);
+	unsigned long flags;
+	int err = 0;
+
+	if (!mr)
+		return -EINVAL;
+	if (mr->type != MRC_MR_FRWR || mr->pd != pd) {
+		mrc_mr_put(mr);
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&mr->lock, flags);
+	if (mr->key == key)
+		mr->valid = false;
+	else
+		err = -EINVAL;
+	spin_unlock_irqrestore(&mr->lock, flags);
+	mrc_mr_put(mr);
+	return err;
+}
+
+/* may @key reach [@va, @va + @len) of @mr with @need (FRWR: locked)? */
+static int mrc_mr_check(struct mrc_mr *mr, u32 key, u64 va, u64 len,
+			u32 need)
+{
+	if (!mr->valid || mr->key != key)
+		return -EACCES;
+	return mrc_region_check(&mr->region, va, len, need);
+}
+
+/**
+ * mrc_mr_access() - check a key and range of an MR, then use them.
+ * @mr: the MR, referenced.
+ * @key: the lkey or rkey the access came with.
+ * @va: first byte.
+ * @len: bytes.
+ * @need: MRC_ACC_* rights wanted.
+ * @fn: what to do with the range once checked, or NULL; its return value
+ *	is returned.
+ * @arg: for @fn.
+ *
+ * An FRWR MR stays locked from the check to the end of @fn, so an
+ * invalidation or REG_MR happens before or after the whole access; other
+ * MRs never change while referenced.  @fn must not sleep.
+ *
+ * Return: 0, -EACCES (key stale or invalid, right missing), -ERANGE, or
+ * what @fn returned.
+ */
+int mrc_mr_access(struct mrc_mr *mr, u32 key, u64 va, u64 len, u32 need,
+		  int (*fn)(struct mrc_mr *mr, void *arg), void *arg)
+{
+	unsigned long flags;
+	int err;
+
+	if (mr->type != MRC_MR_FRWR) {
+		err = mrc_mr_check(mr, key, va, len, need);
+		return err || !fn ? err : fn(mr, arg);
+	}
+	spin_lock_irqsave(&mr->lock, flags);
+	err = mrc_mr_check(mr, key, va, len, need);
+	if (!err && fn)
+		err = fn(mr, arg);
+	spin_unlock_irqrestore(&mr->lock, flags);
+	return err;
 }
 
 /**
@@ -234,9 +481,31 @@ static int mrc_buf_xfer(struct mrc_buf *b, void *k, u32 n, bool to_mr)
 	return 0;
 }
 
+/* move @n bytes at offset @in of page @pg of @mr (FRWR: locked) */
+static int mrc_mr_page_xfer(struct mrc_mr *mr, u64 pg, u32 in,
+			    struct mrc_buf *b, u32 n, bool to_mr)
+{
+	void *k;
+	int err;
+
+	if (mr->type == MRC_MR_FRWR) {
+		if (pg >= mr->frwr.npl)
+			return -ERANGE;
+		/* kernel virtual addresses: the device does no DMA mapping */
+		k = (void *)(uintptr_t)(mr->frwr.pl[pg] + in);
+		return mrc_buf_xfer(b, k, n, to_mr);
+	}
+	if (pg >= mr->npages)
+		return -ERANGE;
+	k = kmap_local_page(mr->pages[pg]);
+	err = mrc_buf_xfer(b, k + in, n, to_mr);
+	kunmap_local(k);
+	return err;
+}
+
 /*
  * Copy between @b and [@va, @va + @len) of @mr.  The caller checked the
- * range against mr->region.
+ * range against mr->region (FRWR: under the lock it still holds).
  */
 static int mrc_mr_xfer(struct mrc_mr *mr, u64 va, struct mrc_buf *b, u32 len,
 		       bool to_mr)
@@ -253,15 +522,10 @@ static int mrc_mr_xfer(struct mrc_mr *mr, u64 va, struct mrc_buf *b, u32 len,
 	while (len) {
 		u64 pg;
 		u32 in, n;
-		void *k;
 
-		n = mrc_region_chunk(&mr->region, mr->page_off, PAGE_SHIFT, va,
-				     len, &pg, &in);
-		if (pg >= mr->npages)
-			return -ERANGE;
-		k = kmap_local_page(mr->pages[pg]);
-		err = mrc_buf_xfer(b, k + in, n, to_mr);
-		kunmap_local(k);
+		n = mrc_region_chunk(&mr->region, mr->page_off, mr->page_shift,
+				     va, len, &pg, &in);
+		err = mrc_mr_page_xfer(mr, pg, in, b, n, to_mr);
 		if (err)
 			return err;
 		va += n;
@@ -359,7 +623,10 @@ int mrc_mr_attach_skb(struct mrc_mr *mr, u64 va, struct sk_buff *skb,
 	return mrc_mr_attach(mr, va, skb, len, &nfrag);
 }
 
-/* 8-byte atomic at @va (8-byte aligned, checked by the caller) */
+/*
+ * 8-byte atomic at @va (8-byte aligned, checked by the caller; FRWR: under
+ * mrc_mr_access())
+ */
 int mrc_mr_atomic(struct mrc_mr *mr, u64 va, bool cas, u64 swap_add,
 		  u64 compare, u64 *orig)
 {
@@ -373,12 +640,19 @@ int mrc_mr_atomic(struct mrc_mr *mr, u64 va, bool cas, u64 swap_add,
 		u32 in;
 
 		/* an iova aligned unlike the user address can split the word */
-		if (mrc_region_chunk(&mr->region, mr->page_off, PAGE_SHIFT, va,
-				     8, &pg, &in) < 8 || (in & 7) ||
-		    pg >= mr->npages)
+		if (mrc_region_chunk(&mr->region, mr->page_off, mr->page_shift,
+				     va, 8, &pg, &in) < 8 || (in & 7))
 			return -ERANGE;
-		k = kmap_local_page(mr->pages[pg]);
-		p = k + in;
+		if (mr->type == MRC_MR_FRWR) {
+			if (pg >= mr->frwr.npl)
+				return -ERANGE;
+			p = (u64 *)(uintptr_t)(mr->frwr.pl[pg] + in);
+		} else {
+			if (pg >= mr->npages)
+				return -ERANGE;
+			k = kmap_local_page(mr->pages[pg]);
+			p = k + in;
+		}
 	}
 	if (cas)
 		*orig = cmpxchg64(p, compare, swap_add);
@@ -387,6 +661,25 @@ int mrc_mr_atomic(struct mrc_mr *mr, u64 va, bool cas, u64 swap_add,
 	if (k)
 		kunmap_local(k);
 	return 0;
+}
+
+/* one range of a scatter list walk, for mrc_mr_access() */
+struct mrc_sge_move {
+	u64 va;
+	u32 len;
+	bool to_mr;
+	struct mrc_buf *b;	/* copy to or from it, or attach to @skb */
+	struct sk_buff *skb;
+	u32 *nfrag;
+};
+
+static int mrc_sge_move(struct mrc_mr *mr, void *arg)
+{
+	struct mrc_sge_move *m = arg;
+
+	if (m->b)
+		return mrc_mr_xfer(mr, m->va, m->b, m->len, m->to_mr);
+	return mrc_mr_attach(mr, m->va, m->skb, m->len, m->nfrag);
 }
 
 /*
@@ -400,17 +693,21 @@ static int mrc_sge_walk(struct mrc_dev *mdev, struct mrc_pd *pd,
 			bool to_mr, u32 need)
 {
 	u32 i, nfrag = skb ? skb_shinfo(skb)->nr_frags : 0;
+	struct mrc_sge_move m = {
+		.to_mr = to_mr, .b = b, .skb = skb, .nfrag = &nfrag,
+	};
 	int err;
 
 	for (i = 0; i < nsge && len; i++) {
-		u32 n, l = sge[i].length;
+		u32 l = sge[i].length;
 		struct mrc_mr *mr;
 
 		if (offset >= l) {
 			offset -= l;
 			continue;
 		}
-		n = min(len, l - offset);
+		m.len = min(len, l - offset);
+		m.va = sge[i].addr + offset;
 		mr = mrc_mr_get(mdev, sge[i].lkey);
 		if (!mr)
 			return -EACCES;
@@ -418,18 +715,12 @@ static int mrc_sge_walk(struct mrc_dev *mdev, struct mrc_pd *pd,
 			mrc_mr_put(mr);
 			return -EACCES;
 		}
-		err = mrc_region_check(&mr->region, sge[i].addr + offset, n,
-				       need);
-		if (!err && b)
-			err = mrc_mr_xfer(mr, sge[i].addr + offset, b, n,
-					  to_mr);
-		else if (!err)
-			err = mrc_mr_attach(mr, sge[i].addr + offset, skb, n,
-					    &nfrag);
+		err = mrc_mr_access(mr, sge[i].lkey, m.va, m.len, need,
+				    mrc_sge_move, &m);
 		mrc_mr_put(mr);
 		if (err)
 			return err;
-		len -= n;
+		len -= m.len;
 		offset = 0;
 	}
 	return len ? -EINVAL : 0;

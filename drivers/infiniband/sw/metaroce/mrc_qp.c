@@ -832,7 +832,16 @@ static int mrc_post_one_send(struct mrc_qp *qp, const struct ib_send_wr *wr)
 	case IB_WR_SEND_WITH_IMM:
 		break;
 	case IB_WR_SEND_WITH_INV:
+	case IB_WR_LOCAL_INV:
 		w->imm_data = wr->ex.invalidate_rkey;
+		break;
+	case IB_WR_REG_MR:
+		/* the MR is found by the key; the pointer is only compared */
+		if (!reg_wr(wr)->mr)
+			return -EINVAL;
+		w->remote_addr = (uintptr_t)reg_wr(wr)->mr;
+		w->rkey = reg_wr(wr)->key;
+		w->compare_add = (u32)reg_wr(wr)->access;
 		break;
 	default:
 		return -EINVAL;

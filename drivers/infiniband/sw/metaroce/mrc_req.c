@@ -195,6 +195,12 @@ static u8 mrc_swqe_load(struct mrc_qp *qp, u32 idx)
 	s->started = true;
 	s->shift = mrc_req_seg_shift(qp);
 	s->op = mrc_wr_op(w->opcode);
+	/* kernel QPs only: a user ring cannot name an MR by pointer */
+	if (!s->op && !qp->is_user &&
+	    (w->opcode == MRC_WR_REG_MR || w->opcode == MRC_WR_LOCAL_INV)) {
+		s->local = true;
+		return IB_WC_SUCCESS;
+	}
 	if (!s->op)
 		return IB_WC_LOC_QP_OP_ERR;
 
@@ -380,10 +386,15 @@ static struct mrc_swqe *mrc_find_swqe(struct mrc_qp *qp, u32 psn)
 	for (i = qp->sq_cons; i != qp->sq_next + 1; i++) {
 		struct mrc_swqe *s = mrc_swqe(qp, i);
 
-		if (!s->started || !s->sent)
+		if (!s->started)
 			break;
-		if (mrc_psn_in(psn, s->first_psn, s->first_psn + s->sent))
-			return s;
+		if (!s->local) {
+			if (!s->sent)
+				break;
+			if (mrc_psn_in(psn, s->first_psn,
+				       s->first_psn + s->sent))
+				return s;
+		}
 		if (i == qp->sq_next)
 			break;
 	}
@@ -412,6 +423,12 @@ static void mrc_cqe_send(struct mrc_qp *qp, struct mrc_swqe *s, u8 status)
 		break;
 	case METAROCE_WR_ATOMIC_FETCH_AND_ADD:
 		c.opcode = METAROCE_WC_FETCH_ADD;
+		break;
+	case MRC_WR_LOCAL_INV:
+		c.opcode = MRC_WC_LOCAL_INV;
+		break;
+	case MRC_WR_REG_MR:
+		c.opcode = MRC_WC_REG_MR;
 		break;
 	default:
 		c.opcode = METAROCE_WC_SEND;
@@ -459,6 +476,11 @@ void mrc_sq_complete(struct mrc_qp *qp)
 
 		if (!s->started || s->sent != s->npsn ||
 		    !mrc_psn_le(s->first_psn + s->npsn, qp->tx.una))
+			break;
+		/* a fatal NAK names one of its PSNs: it fails, SACKed or not */
+		if (qp->nak_pending &&
+		    mrc_psn_in(qp->nak_psn, s->first_psn,
+			       s->first_psn + s->npsn))
 			break;
 		if (mrc_op_needs_resp(s->op) && qp->rd_outstanding)
 			qp->rd_outstanding--;
@@ -657,6 +679,47 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 	return *budget != 0;
 }
 
+/*
+ * Execute a REG_MR or LOCAL_INV work request when the send engine reaches
+ * it, after every earlier one started (a fence waits for their READs and
+ * atomics).  Return: IB_WC_SUCCESS or the status to fail it with.
+ */
+static u8 mrc_req_local(struct mrc_qp *qp, struct mrc_swqe *s)
+{
+	int err;
+
+	if (s->wr.opcode == MRC_WR_REG_MR)
+		err = mrc_mr_reg(qp->mdev, qp->pd, s->wr.remote_addr,
+				 s->wr.rkey, (int)s->wr.compare_add);
+	else
+		err = mrc_mr_invalidate(qp->mdev, qp->pd, s->wr.imm_data);
+	return err ? IB_WC_LOC_PROT_ERR : IB_WC_SUCCESS;
+}
+
+/*
+ * A local work request at sq_next: executed, and completed in order once
+ * every PSN sent before it is acknowledged (it has none of its own).
+ * Return: false if the send engine must stop here for now.
+ */
+static bool mrc_send_local(struct mrc_qp *qp, struct mrc_swqe *s)
+{
+	u8 st;
+
+	if (!mrc_can_start(qp, s))
+		return false;
+	st = mrc_req_local(qp, s);
+	if (st != IB_WC_SUCCESS) {
+		/* earlier WQEs complete first; it is tried again then */
+		if (qp->sq_cons == qp->sq_next)
+			mrc_req_fail(qp, st);
+		return false;
+	}
+	s->first_psn = qp->tx.nxt;
+	qp->sq_next++;
+	mrc_sq_complete(qp);
+	return true;
+}
+
 /* send new packets while the window allows */
 static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 {
@@ -688,6 +751,11 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 				mrc_req_fail(qp, st);
 				return true;
 			}
+		}
+		if (s->local) {
+			if (!mrc_send_local(qp, s))
+				return true;
+			continue;
 		}
 		if (!mrc_can_start(qp, s))
 			return true;
@@ -1013,6 +1081,25 @@ static u8 mrc_syn_status(u8 syn)
 }
 
 /*
+ * A fatal NAK at or beyond the ACK's cum, for an outstanding work request,
+ * is noted before the ACK completes anything (locked): a responder may
+ * fail a PSN it had selectively acknowledged (MRC-NAK-14), and the work
+ * request must not complete from that SACK.
+ */
+static void mrc_req_nak_note(struct mrc_qp *qp, const struct mrc_pkt *p)
+{
+	if (p->ack.syndrome == MRC_SYN_ACK || p->ack.syndrome == MRC_SYN_RNR ||
+	    mrc_psn_lt(p->ack.nak_psn, p->psn) ||
+	    !mrc_find_swqe(qp, p->ack.nak_psn))
+		return;
+	if (!qp->nak_pending || mrc_psn_lt(p->ack.nak_psn, qp->nak_psn)) {
+		qp->nak_pending = true;
+		qp->nak_psn = p->ack.nak_psn;
+		qp->nak_status = mrc_syn_status(p->ack.syndrome);
+	}
+}
+
+/*
  * The fields of an ACK beyond its SACK: only from one that is not stale
  * (overtaken by a later ACK, or forged within the ACK window), so that an
  * old or spoofed ACK cannot set the credit, segment sizes, ECN or path
@@ -1072,6 +1159,7 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 		mrc_update_rtt_stats(qp);
 	mrc_req_path_uncharge(qp, &r);
 	mrc_req_ack_apply(qp, now, p, &r);
+	mrc_req_nak_note(qp, p);
 	mrc_req_progress(qp, now);
 
 	switch (p->ack.syndrome) {

@@ -28,15 +28,18 @@ void mrc_send_ack(struct mrc_qp *qp, u8 syndrome, u32 nak_psn)
 	mrc_send_ack_flags(qp, syndrome, nak_psn, 0);
 }
 
-void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
-			u8 flags)
+/*
+ * An ACK or NAK with cumulative PSN @cum and, if @sack, the SACK words of
+ * the receive state (locked).
+ */
+static void mrc_send_ack_at(struct mrc_qp *qp, u32 cum, bool sack,
+			    u8 syndrome, u32 nak_psn, u8 flags)
 {
 	u32 now = mrc_now(), hlen;
 	struct sk_buff *skb;
 	struct mrc_pkt p;
 
-	mrc_pkt_init(qp, &p, MRC_OP_ACK,
-		     qp->rx.nxt + mrc_fault(MRC_FI_CUM_AHEAD), now);
+	mrc_pkt_init(qp, &p, MRC_OP_ACK, cum, now);
 	p.pmtu_shift = mrc_seg_shift_max(qp->mdev);
 	p.ack.max_dgram = mrc_qp_dgram_max(qp);
 	p.ack.syndrome = syndrome;
@@ -65,9 +68,10 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 		spin_unlock(&qp->mdev->credit_lock);
 		mrc_stat_inc(qp->mdev, MRC_ST_CREDIT_GRANTS);
 	}
-	p.ack.sack_words = mrc_rx_sack(&qp->rx, p.ack.sack,
-				       MRC_ACK_MAX_SACKW);
-	if (mrc_fault(MRC_FI_SACK_SHIFT))
+	if (sack)
+		p.ack.sack_words = mrc_rx_sack(&qp->rx, p.ack.sack,
+					       MRC_ACK_MAX_SACKW);
+	if (sack && mrc_fault(MRC_FI_SACK_SHIFT))
 		p.ack.sack[0] <<= 1;
 	hlen = mrc_wire_hdr_len(MRC_OP_ACK, 0, p.ack.sack_words);
 	p.hdr_len = hlen;
@@ -94,6 +98,23 @@ void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
 	 */
 	mrc_queue_ack(qp, skb, qp->last_entropy ? qp->last_entropy :
 			       mrc_pick_entropy(qp, 0, false, now));
+}
+
+void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
+			u8 flags)
+{
+	mrc_send_ack_at(qp, qp->rx.nxt + mrc_fault(MRC_FI_CUM_AHEAD), true,
+			syndrome, nak_psn, flags);
+}
+
+/*
+ * A fatal NAK for @psn, which was received and placed, with cum = @psn
+ * (MRC-NAK-13): the requester must not take it, nor anything after it,
+ * as acknowledged (locked).
+ */
+static void mrc_send_nak_at(struct mrc_qp *qp, u8 syndrome, u32 psn)
+{
+	mrc_send_ack_at(qp, psn, false, syndrome, psn, 0);
 }
 
 static void mrc_ack_timer_arm(struct mrc_qp *qp)
@@ -259,9 +280,64 @@ static void mrc_rq_retire(struct mrc_qp *qp)
 	mrc_ring_store(&qp->rq.hdr->cons, qp->rq_cons);
 }
 
-/* complete, in order, every receive whose message fully arrived */
-static void mrc_resp_complete(struct mrc_qp *qp)
+/*
+ * A SEND_WITH_INV ending at @last invalidated @rkey.  A WRITE packet with a
+ * higher PSN through that key that arrived before it was placed while the
+ * MR was still valid, but comes after the invalidation in message order:
+ * it fails (MRC-ORD-11).  Only PSNs within the write log's reach of @last
+ * can have arrived.  Return: true, with the lowest such PSN in *@bad.
+ */
+static bool mrc_resp_inv_later(struct mrc_qp *qp, u32 last, u32 rkey,
+			       u32 *bad)
 {
+	const struct mrc_wlog *w = &qp->wlog;
+	u32 q;
+
+	for (q = last + 1; mrc_psn_lt(q, w->high) && q - last < w->n; q++) {
+		const struct mrc_wlog_ent *e = &w->ents[q & (w->n - 1)];
+
+		if (e->len && !(e->len & MRC_WLOG_READ) && e->rkey == rkey &&
+		    mrc_rx_has(&qp->rx, q)) {
+			*bad = q;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The R_Key of a SEND_WITH_INV names no MR this QP may invalidate
+ * (MRC-MSG-39): its receive WQE fails, the requester gets INV_REQ and the
+ * QP its error state (locked).
+ */
+static void mrc_resp_inv_fail(struct mrc_qp *qp, struct mrc_rmsg *m)
+{
+	struct metaroce_cqe c = {
+		.wr_id = m->wqe.wr_id,
+		.qp_num = qp->ibqp.qp_num,
+		.src_qp = qp->dest_qpn,
+		.status = IB_WC_REM_INV_REQ_ERR,
+		.opcode = METAROCE_WC_RECV,
+	};
+
+	mrc_send_nak_at(qp, MRC_SYN_INV_REQ, m->last_psn);
+	mrc_rq_retire(qp);
+	mrc_cq_post(qp->rcq, &c, false);
+	memset(m, 0, sizeof(*m));
+	qp->rmsn_base++;
+	mrc_qp_set_state(qp, IB_QPS_ERR);
+}
+
+/*
+ * Complete, in order, every receive whose message fully arrived; a
+ * SEND_WITH_INV invalidates its R_Key first (MRC-MSG-38).  Return: true if
+ * the QP must go to the error state.
+ */
+static bool mrc_resp_complete(struct mrc_qp *qp)
+{
+	bool stopping = false;
+	u32 stop = 0, q;
+
 	for (;;) {
 		struct mrc_rmsg *m = mrc_rmsg(qp, qp->rmsn_base);
 		struct metaroce_cqe c = {};
@@ -269,6 +345,19 @@ static void mrc_resp_complete(struct mrc_qp *qp)
 		if (!m->have_wqe || !m->last_seen ||
 		    !mrc_psn_lt(m->last_psn, qp->rx.nxt))
 			break;
+		if (stopping && !mrc_psn_lt(m->last_psn, stop))
+			break;	/* after a WRITE that fails: never completes */
+		if (m->has_inv) {
+			if (mrc_mr_invalidate(qp->mdev, qp->pd, m->imm)) {
+				mrc_resp_inv_fail(qp, m);
+				return true;
+			}
+			if (mrc_resp_inv_later(qp, m->last_psn, m->imm, &q) &&
+			    (!stopping || mrc_psn_lt(q, stop))) {
+				stopping = true;
+				stop = q;
+			}
+		}
 		c.wr_id = m->wqe.wr_id;
 		c.byte_len = m->byte_len;
 		c.qp_num = qp->ibqp.qp_num;
@@ -288,6 +377,11 @@ static void mrc_resp_complete(struct mrc_qp *qp)
 		memset(m, 0, sizeof(*m));
 		qp->rmsn_base++;
 	}
+	if (!stopping)
+		return false;
+	mrc_send_nak_at(qp, MRC_SYN_REM_ACCESS, stop);
+	mrc_qp_set_state(qp, IB_QPS_ERR);
+	return true;
 }
 
 static void mrc_resp_set_err(struct mrc_qp *qp, u32 psn, u8 syn)
@@ -342,52 +436,67 @@ static bool mrc_resp_check_err(struct mrc_qp *qp)
 	return true;
 }
 
-/* an RDMA target range: rkey, PD, QP access and MR access all checked */
-static struct mrc_mr *mrc_target_mr(struct mrc_qp *qp, u32 rkey, u64 va,
-				    u64 len, int qp_acc, u32 need)
+/*
+ * The MR of an RDMA target, referenced, if the QP has the access right
+ * and the key names an MR of its PD; the range and the MR's rights are
+ * checked when it is used (mrc_mr_access()).
+ */
+static struct mrc_mr *mrc_target_mr(struct mrc_qp *qp, u32 rkey, int qp_acc)
 {
 	struct mrc_mr *mr;
 
 	if (!(qp->access & qp_acc))
 		return NULL;
 	mr = mrc_mr_get(qp->mdev, rkey);
-	if (!mr)
-		return NULL;
-	if (mr->pd != qp->pd ||
-	    mrc_region_check(&mr->region, va, len, need)) {
+	if (mr && mr->pd != qp->pd) {
 		mrc_mr_put(mr);
 		return NULL;
 	}
 	return mr;
 }
 
+/* a WRITE packet's placement, run by mrc_mr_access() */
+struct mrc_write_place {
+	struct mrc_qp *qp;
+	const struct mrc_pkt *p;
+	const struct sk_buff *skb;
+};
+
+static int mrc_write_place(struct mrc_mr *mr, void *arg)
+{
+	const struct mrc_write_place *w = arg;
+	const struct mrc_pkt *p = w->p;
+	struct mrc_piece pc[MRC_WLOG_PIECES];
+	int err, n, i;
+
+	/* a newer WRITE may have placed some of these bytes already */
+	n = mrc_wlog_pieces(&w->qp->wlog, &w->qp->rx, p->psn, p->req.va,
+			    p->req.rkey, p->pay_len, pc, ARRAY_SIZE(pc));
+	if (n < 0)
+		return -ENOSPC;	/* not placed, not marked: resent */
+	if (n != 1 || pc[0].len != p->pay_len)
+		mrc_stat_inc(w->qp->mdev, MRC_ST_WRITE_OVERLAP_CUTS);
+	for (i = 0, err = 0; i < n && !err; i++)
+		err = mrc_mr_copy_skb(mr, p->req.va + pc[i].off, w->skb,
+				      p->hdr_len + pc[i].off, pc[i].len);
+	return err;
+}
+
 static int mrc_place_write(struct mrc_qp *qp, const struct mrc_pkt *p,
 			   const struct sk_buff *skb)
 {
-	struct mrc_piece pc[MRC_WLOG_PIECES];
+	struct mrc_write_place w = { .qp = qp, .p = p, .skb = skb };
 	struct mrc_mr *mr;
-	int err, n, i;
+	int err;
 
 	/* zero-length WRITEs touch no memory: no rkey check (IBTA C9-88) */
 	if (!p->pay_len)
 		return 0;
-	mr = mrc_target_mr(qp, p->req.rkey, p->req.va, p->pay_len,
-			   IB_ACCESS_REMOTE_WRITE, MRC_ACC_REMOTE_WRITE);
+	mr = mrc_target_mr(qp, p->req.rkey, IB_ACCESS_REMOTE_WRITE);
 	if (!mr)
 		return -EACCES;
-	/* a newer WRITE may have placed some of these bytes already */
-	n = mrc_wlog_pieces(&qp->wlog, &qp->rx, p->psn, p->req.va,
-			    p->req.rkey, p->pay_len, pc, ARRAY_SIZE(pc));
-	if (n < 0) {
-		/* not placed and not marked: the sender resends it */
-		mrc_mr_put(mr);
-		return -ENOSPC;
-	}
-	if (n != 1 || pc[0].len != p->pay_len)
-		mrc_stat_inc(qp->mdev, MRC_ST_WRITE_OVERLAP_CUTS);
-	for (i = 0, err = 0; i < n && !err; i++)
-		err = mrc_mr_copy_skb(mr, p->req.va + pc[i].off, skb,
-				      p->hdr_len + pc[i].off, pc[i].len);
+	err = mrc_mr_access(mr, p->req.rkey, p->req.va, p->pay_len,
+			    MRC_ACC_REMOTE_WRITE, mrc_write_place, &w);
 	mrc_mr_put(mr);
 	return err;
 }
@@ -764,6 +873,15 @@ static bool mrc_rd_replay_atomic(struct mrc_qp *qp, u32 psn)
 	return false;
 }
 
+/* execute the atomic @arg (a struct mrc_rd) under mrc_mr_access() */
+static int mrc_rd_atomic(struct mrc_mr *mr, void *arg)
+{
+	struct mrc_rd *e = arg;
+
+	return mrc_mr_atomic(mr, e->va, e->op == MRC_OP_ATOMIC_CS,
+			     e->swap_add, e->compare, &e->orig);
+}
+
 /*
  * Can each response of the READ @e leave in one datagram (MRC-SEG-11)?
  * The requester picks the segment from its own path MTU, which may be
@@ -788,6 +906,7 @@ static bool mrc_rd_schedule(struct mrc_qp *qp)
 	for (;;) {
 		struct mrc_rd *e = qp->rd_viol ? NULL : mrc_rd_first(qp, false);
 		struct mrc_mr *mr;
+		int err;
 
 		if (!e)
 			return false;
@@ -815,29 +934,30 @@ static bool mrc_rd_schedule(struct mrc_qp *qp)
 		}
 		if (e->op == MRC_OP_READ_REQ) {
 			if (e->len) {
-				mr = mrc_target_mr(qp, e->rkey, e->va, e->len,
-						   IB_ACCESS_REMOTE_READ,
-						   MRC_ACC_REMOTE_READ);
+				/* checked again for each segment it answers */
+				mr = mrc_target_mr(qp, e->rkey,
+						   IB_ACCESS_REMOTE_READ);
 				if (!mr)
 					goto access_err;
 				e->mr = mr;
+				if (mrc_mr_access(mr, e->rkey, e->va, e->len,
+						  MRC_ACC_REMOTE_READ, NULL,
+						  NULL))
+					goto access_err;
 			}
 			mrc_rd_start(qp, e);
 			continue;
 		}
 
 		/* atomics execute once, here, in PSN order */
-		mr = mrc_target_mr(qp, e->rkey, e->va, 8,
-				   IB_ACCESS_REMOTE_ATOMIC,
-				   MRC_ACC_REMOTE_ATOMIC);
+		mr = mrc_target_mr(qp, e->rkey, IB_ACCESS_REMOTE_ATOMIC);
 		if (!mr)
 			goto access_err;
-		if (mrc_mr_atomic(mr, e->va, e->op == MRC_OP_ATOMIC_CS,
-				  e->swap_add, e->compare, &e->orig)) {
-			mrc_mr_put(mr);
-			goto access_err;
-		}
+		err = mrc_mr_access(mr, e->rkey, e->va, 8,
+				    MRC_ACC_REMOTE_ATOMIC, mrc_rd_atomic, e);
 		mrc_mr_put(mr);
+		if (err)
+			goto access_err;
 		qp->aresp[qp->aresp_next].psn = e->psn;
 		qp->aresp[qp->aresp_next].orig = e->orig;
 		qp->aresp[qp->aresp_next].valid = true;
@@ -869,14 +989,50 @@ static u16 mrc_resp_entropy(struct mrc_qp *qp, const struct mrc_rd *e,
 	return mrc_pick_entropy(qp, 0, false, now);
 }
 
-/* emit one READ response segment; false if out of memory */
-static bool mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
+/* a READ response segment's payload, filled under mrc_mr_access() */
+struct mrc_read_fill {
+	struct sk_buff *skb;
+	u64 va;
+	u32 off;		/* where the payload goes in a copy */
+	u32 len;
+	bool attach;
+};
+
+static int mrc_read_fill(struct mrc_mr *mr, void *arg)
+{
+	struct mrc_read_fill *f = arg;
+
+	if (f->attach)
+		return mrc_mr_attach_skb(mr, f->va, f->skb, f->len);
+	return mrc_mr_copy(mr, f->va, f->skb->data + f->off, f->len, false);
+}
+
+/*
+ * Fill a READ response's payload from the MR, whose key, range and right
+ * are checked again: an invalidation or a new registration since the READ
+ * started ends it (MRC-ORD-10).  Return: 0, -EMSGSIZE (copy instead of
+ * attaching), -EACCES.
+ */
+static int mrc_read_payload(struct mrc_rd *e, struct mrc_read_fill *f)
+{
+	int err = mrc_mr_access(e->mr, e->rkey, f->va, f->len,
+				MRC_ACC_REMOTE_READ, mrc_read_fill, f);
+
+	return err == -EMSGSIZE ? err : err ? -EACCES : 0;
+}
+
+/* emit one READ response segment: 0, -ENOMEM, or -EACCES */
+static int mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 {
 	u32 seg = 1u << e->shift;
 	u32 pay = min(e->len - e->done, seg);
 	u32 hlen = mrc_wire_hdr_len(MRC_OP_READ_RESP, 0, 0);
+	struct mrc_read_fill f = {
+		.va = e->va + e->done, .off = hlen, .len = pay,
+	};
 	struct sk_buff *skb;
 	struct mrc_pkt p;
+	int err;
 
 	mrc_pkt_init(qp, &p, MRC_OP_READ_RESP,
 		     e->psn + (e->done >> e->shift), now);
@@ -888,14 +1044,19 @@ static bool mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 	if (mrc_fault(MRC_FI_READ_MSGLEN))
 		p.rresp.msg_len = p.rresp.offset + pay;
 	skb = NULL;
-	if (mrc_skb_zcopy(pay)) {
+	if (pay && mrc_skb_zcopy(pay)) {
 		skb = mrc_skb_alloc(qp, hlen, 0);
 		if (!skb)
-			return false;
-		if (mrc_mr_attach_skb(e->mr, e->va + e->done, skb, pay)) {
-			/* a DMA MR or too many pieces: copy below */
+			return -ENOMEM;
+		f.skb = skb;
+		f.attach = true;
+		err = mrc_read_payload(e, &f);
+		if (err) {
 			kfree_skb(skb);
 			skb = NULL;
+			/* a DMA or FRWR MR, or too many pieces: copy below */
+			if (err != -EMSGSIZE)
+				return err;
 		} else {
 			mrc_stat_inc(qp->mdev, MRC_ST_TX_ZCOPY);
 		}
@@ -903,17 +1064,19 @@ static bool mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 	if (!skb) {
 		skb = mrc_skb_alloc(qp, hlen, pay);
 		if (!skb)
-			return false;
-		if (pay && mrc_mr_copy(e->mr, e->va + e->done,
-				       skb->data + hlen, pay, false)) {
+			return -ENOMEM;
+		f.skb = skb;
+		f.attach = false;
+		err = pay ? mrc_read_payload(e, &f) : 0;
+		if (err) {
 			kfree_skb(skb);
-			return false;
+			return -EACCES;
 		}
 	}
 	mrc_wire_build(skb->data, &p);
 	mrc_queue_pkt(qp, skb, mrc_resp_entropy(qp, e, e->len <= seg, now));
 	e->done += pay;
-	return true;
+	return 0;
 }
 
 static bool mrc_emit_atomic(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
@@ -932,6 +1095,19 @@ static bool mrc_emit_atomic(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 	mrc_wire_build(skb->data, &p);
 	mrc_queue_pkt(qp, skb, mrc_resp_entropy(qp, e, true, now));
 	return true;
+}
+
+/*
+ * A READ's MR was invalidated or registered anew after the READ started:
+ * a REM_ACCESS NAK for its first segment not sent, and the QP fails
+ * (locked; mrc_send_run() flushes it).
+ */
+static void mrc_resp_read_fail(struct mrc_qp *qp, struct mrc_rd *e)
+{
+	mrc_send_ack(qp, MRC_SYN_REM_ACCESS, e->psn + (e->done >> e->shift));
+	mrc_rd_free(qp, e);
+	mrc_qp_set_state(qp, IB_QPS_ERR);
+	qp->resp_fail = true;
 }
 
 /**
@@ -968,8 +1144,14 @@ bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget, u32 now)
 			continue;
 		}
 		do {
-			if (!mrc_emit_read(qp, e, now))
+			int err = mrc_emit_read(qp, e, now);
+
+			if (err == -ENOMEM)
 				return false;
+			if (err) {
+				mrc_resp_read_fail(qp, e);
+				return true;
+			}
 			(*budget)--;
 		} while (*budget && e->done < e->len);
 		if (e->done >= e->len)
@@ -1218,8 +1400,7 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	if (p->psn == old_nxt && qp->rx.nxt - old_nxt != n)
 		flags |= MRC_ACKC_FILL;
 
-	mrc_resp_complete(qp);
-	if (mrc_rd_schedule(qp))
+	if (mrc_resp_complete(qp) || mrc_rd_schedule(qp))
 		fatal = true;
 	/*
 	 * A request gives the send engine work only as responder output;

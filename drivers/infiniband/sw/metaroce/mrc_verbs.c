@@ -135,7 +135,9 @@ static int mrc_query_device(struct ib_device *ibdev,
 	a->max_qp_wr = MRC_MAX_QP_WR;
 	a->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 			      IB_DEVICE_SYS_IMAGE_GUID |
-			      IB_DEVICE_PORT_ACTIVE_EVENT;
+			      IB_DEVICE_PORT_ACTIVE_EVENT |
+			      IB_DEVICE_MEM_MGT_EXTENSIONS;
+	a->max_fast_reg_page_list_len = MRC_MAX_FRWR_PAGES;
 	a->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	a->max_send_sge = MRC_MAX_SGE;
 	a->max_recv_sge = MRC_MAX_SGE;
@@ -329,6 +331,7 @@ static const struct ib_device_ops mrc_dev_ops = {
 	.uverbs_abi_ver = METAROCE_ABI_VERSION,
 
 	.alloc_hw_port_stats = mrc_alloc_hw_port_stats,
+	.alloc_mr = mrc_alloc_mr,
 	.alloc_pd = mrc_alloc_pd,
 	.alloc_ucontext = mrc_alloc_ucontext,
 	.create_ah = mrc_create_ah,
@@ -352,6 +355,7 @@ static const struct ib_device_ops mrc_dev_ops = {
 	.get_link_layer = mrc_get_link_layer,
 	.get_netdev = mrc_get_netdev,
 	.get_port_immutable = mrc_get_port_immutable,
+	.map_mr_sg = mrc_map_mr_sg,
 	.mmap = mrc_mmap,
 	.mmap_free = mrc_mmap_free,
 	.modify_device = mrc_modify_device,
