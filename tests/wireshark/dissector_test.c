@@ -64,7 +64,7 @@ struct frame {
 static struct frame frames[MAX_FRAMES];
 static unsigned int n_frames;
 static int verbose;
-static u64 rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static u8 pattern[MAX_DGRAM];
 
 static const char *const drop_names[] = {
@@ -136,12 +136,7 @@ static void note(struct notes *nt, const char *fmt, ...)
 
 static uint64_t rnd(void)
 {
-	u64 x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return rng_state = x;
+	return mct_xorshift(&rng_state);
 }
 
 static u64 rnd_below(u64 n)

@@ -129,6 +129,16 @@ void mct_template(struct mct_pkt *p, uint8_t opcode)
 	mct_fixup(p);
 }
 
+uint64_t mct_xorshift(uint64_t *state)
+{
+	uint64_t x = *state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *state = x;
+}
+
 void mct_random_fields(struct mct_pkt *p, uint64_t (*rnd)(void))
 {
 	p->dqpn = rnd() & 0xffffff;

@@ -85,6 +85,8 @@ uint32_t mct_hdr_len(uint8_t opcode, uint8_t flags, uint8_t sack_words);
 void mct_fixup(struct mct_pkt *p);
 /* a valid template of the opcode (version 2, pmtu 10, LAST where needed) */
 void mct_template(struct mct_pkt *p, uint8_t opcode);
+/* the next value of a xorshift64 generator; *state must not be 0 */
+uint64_t mct_xorshift(uint64_t *state);
 /* every header field and SACK word drawn from rnd() (QPNs cut to 24 bits) */
 void mct_random_fields(struct mct_pkt *p, uint64_t (*rnd)(void));
 /* write the header and payload; returns the datagram length or 0 */

@@ -41,12 +41,7 @@ static void count_rule(const char *rule)
 
 static uint64_t rnd(void)
 {
-	uint64_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return rng_state = x;
+	return mct_xorshift(&rng_state);
 }
 
 static uint64_t rnd_below(uint64_t n)
