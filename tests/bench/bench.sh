@@ -134,6 +134,8 @@
 #                              likewise for both directions (default: the
 #                              same points)
 #   METAROCE_BENCH_OPS_TOOLS   default ib_read_bw,ib_atomic_bw,ib_send_bw
+#   METAROCE_BENCH_OPS_LAT_TOOLS  ops latency tools (default
+#                              ib_read_lat,ib_atomic_lat; empty: none)
 #   METAROCE_BENCH_GEMODEL     bursty loss "P,R" (netem loss gemodel P% R%;
 #                              default 0.2,20: ~1 % loss in bursts of ~5)
 #   METAROCE_BENCH_QUEUE_PKTS  queue size, see above
@@ -215,6 +217,7 @@ fi
 OPS_CONFIGS=${METAROCE_BENCH_OPS_CONFIGS:-9000:100}
 OPS_LOSS_BOTH=${METAROCE_BENCH_OPS_LOSS_BOTH-$OPS_LOSS}
 OPS_TOOLS=${METAROCE_BENCH_OPS_TOOLS:-ib_read_bw,ib_atomic_bw,ib_send_bw}
+OPS_LAT_TOOLS=${METAROCE_BENCH_OPS_LAT_TOOLS-ib_read_lat,ib_atomic_lat}
 OPS_LAT_N=$LAT_N
 if [ "$QUICK" = 1 ]; then
 	MP_DUR=${METAROCE_BENCH_MP_DUR:-8} MP_MARGIN=1 MP_REPS=1
@@ -481,10 +484,11 @@ scen_ops() {
 		done
 	done
 	# latency: the first configuration's MTU and rate
+	[ -n "$OPS_LAT_TOOLS" ] || return 0
 	cfg=${OPS_CONFIGS%%,*}
 	mtu=${cfg%%:*} rate=${cfg#*:}
 	bench_topo "$mtu" || return
-	for tool in ib_read_lat ib_atomic_lat; do
+	for tool in ${OPS_LAT_TOOLS//,/ }; do
 		for p in 0 1; do
 			for ((rep = 1; rep <= OPS_LAT_REPS; rep++)); do
 				say "ops: $tool, $OPS_LAT_N iterations, $p % loss on both directions (run $rep of $OPS_LAT_REPS)"

@@ -254,12 +254,34 @@ case_1a() {
 
 # 1b. Default (path-aware): all links, evenly. Without path awareness the
 # ECMP hash of 16 ports decides, rarely evenly (see the top).
+# mp_ping_start: from the hook on, rA pings rB across each link (the same
+# queues as the data), 5 a second; mp_ping_report prints min/avg/max ms.
+MP_PING_PIDS=()
+mp_ping_start() {
+	local i
+	MP_PING_PIDS=()
+	for ((i = 1; i <= NL; i++)); do
+		in_host "$ECMP_RA" ping -q -n -i 0.2 -w 12 "10.3.$i.2" >"/tmp/mp.ping$i" 2>&1 &
+		MP_PING_PIDS+=($!)
+	done
+}
+mp_ping_report() {
+	local i r out=''
+	wait "${MP_PING_PIDS[@]}"
+	for ((i = 1; i <= NL; i++)); do
+		r=$(sed -n 's|^rtt min/avg/max/mdev = \([0-9.]*\)/\([0-9.]*\)/\([0-9.]*\)/.*|\1/\2/\3|p' "/tmp/mp.ping$i")
+		out+=" l$i ${r:-none}"
+	done
+	t_diag "$1: ping rA -> rB per link, ms min/avg/max:$out"
+}
+
 case_1b() {
 	local uneven_ports=0 uneven='' used=0 empty=0 i s e
 	# shares from 3 s in (a no-op "event" at 2 s, then the settle time):
 	# from a draw of 8 4 4 0 ports one run had l4 at 17.2 % over all 14 s
-	mp_run /tmp/mp 17 2 :
+	mp_run /tmp/mp 17 2 mp_ping_start
 	mp_report "1b. clean fabric (shares from 3 s in)"
+	mp_ping_report "1b"
 	[ "$MP_MEAS" = 1 ] || return 0
 	for ((i = 1; i <= NL; i++)); do
 		s=$(sbp "$i") e=$(ebp "$i")
