@@ -136,6 +136,11 @@
 #   METAROCE_BENCH_OPS_TOOLS   default ib_read_bw,ib_atomic_bw,ib_send_bw
 #   METAROCE_BENCH_OPS_LAT_TOOLS  ops latency tools (default
 #                              ib_read_lat,ib_atomic_lat; empty: none)
+#   METAROCE_BENCH_OPS_PCAP=1  ops bandwidth runs of metaroce capture the
+#                              first 128 bytes of every metaroce packet at
+#                              both hosts (what each sent before the loss,
+#                              what it received after) into
+#                              $METAROCE_OUT/pcap/TOOL-DIR-PCT-REP-{a,b}.pcap
 #   METAROCE_BENCH_GEMODEL     bursty loss "P,R" (netem loss gemodel P% R%;
 #                              default 0.2,20: ~1 % loss in bursts of ~5)
 #   METAROCE_BENCH_QUEUE_PKTS  queue size, see above
@@ -218,6 +223,7 @@ OPS_CONFIGS=${METAROCE_BENCH_OPS_CONFIGS:-9000:100}
 OPS_LOSS_BOTH=${METAROCE_BENCH_OPS_LOSS_BOTH-$OPS_LOSS}
 OPS_TOOLS=${METAROCE_BENCH_OPS_TOOLS:-ib_read_bw,ib_atomic_bw,ib_send_bw}
 OPS_LAT_TOOLS=${METAROCE_BENCH_OPS_LAT_TOOLS-ib_read_lat,ib_atomic_lat}
+OPS_PCAP=${METAROCE_BENCH_OPS_PCAP:-0}
 OPS_LAT_N=$LAT_N
 if [ "$QUICK" = 1 ]; then
 	MP_DUR=${METAROCE_BENCH_MP_DUR:-8} MP_MARGIN=1 MP_REPS=1
@@ -410,6 +416,31 @@ ops_ports() {
 # ops/s with 1 decimal from iterations in WIN seconds
 ops_rate() { local r=$(($1 * 10 / $2)); printf '%d.%d' $((r / 10)) $((r % 10)); }
 
+# ops_pcap start|stop PROV NAME: METAROCE_BENCH_OPS_PCAP's captures; in
+# /dev/shm while they run (the shared results folder is slow). TERM stops
+# them: a background job ignores SIGINT.
+OPS_PCAP_PIDS=()
+ops_pcap() {
+	local h
+	[ "$OPS_PCAP" = 1 ] && [ "$2" = metaroce ] || return 0
+	if [ "$1" = start ]; then
+		OPS_PCAP_PIDS=()
+		for h in a b; do
+			# not in_host: $! must be tcpdump (ip netns exec execs it)
+			ip netns exec "$([ $h = a ] && echo "$TOPO_A" || echo "$TOPO_B")" \
+				tcpdump -i "$TOPO_DEV" -s 128 -U -w "/dev/shm/ops-$h.pcap" \
+				udp port 4792 2>/dev/null &
+			OPS_PCAP_PIDS+=($!)
+		done
+		sleep 1 # tcpdump is listening
+		return 0
+	fi
+	kill -TERM "${OPS_PCAP_PIDS[@]}" 2>/dev/null
+	wait "${OPS_PCAP_PIDS[@]}" 2>/dev/null
+	mkdir -p "$METAROCE_OUT/pcap"
+	for h in a b; do mv "/dev/shm/ops-$h.pcap" "$METAROCE_OUT/pcap/$3-$h.pcap"; done
+}
+
 # ops_point TOOL MTU RATE DIR PCT REP DATA-NETEM REVERSE-NETEM
 ops_point() {
 	local tool=$1 mtu=$2 rate=$3 dir=$4 pct=$5 rep=$6 dnet=$7 rnet=$8 prov iters gp ops qb args
@@ -423,7 +454,9 @@ ops_point() {
 		ops_ports "$tool"
 		bench_shape "$rate" "$qb" "$dnet" "$rnet"
 		PRE_HOOK=loss_pre POST_HOOK=bench_poll_stop
+		ops_pcap start "$prov"
 		perf_try /tmp/bench_ops $((DUR + 90)) "$tool" "${args[@]}"
+		ops_pcap stop "$prov" "$tool-$dir-$pct-$rep"
 		PRE_HOOK='' POST_HOOK=''
 		iters='' gp='' ops=''
 		read -r _ iters _ <<<"$P_LINE"
