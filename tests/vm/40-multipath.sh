@@ -13,7 +13,8 @@
 #  1a. path_aware=0: round robin, link shares follow the ports (+-25 %)
 #  1b. default: all 4 links used, each within +-25 % of even from 3 s
 #      in (a draw that gives a link none of the ports takes a moment to
-#      even out)
+#      even out); rA pings rB across each link meanwhile, so a miss shows
+#      whether the sender avoided a link that was slower
 #  2a. the busiest link blackholed (100 % loss, both ways) mid-transfer:
 #      completes verified; <= 20 % (even: 25 %) of the bytes on it from
 #      1 s after
