@@ -51,6 +51,7 @@
 #define MRC_RD_SLACK		32	/* READ/atomic queue beyond 2 x max_dest_rd_atomic */
 #define MRC_SRQ_CLAIM		64	/* SRQ WQEs one QP may hold ahead */
 #define MRC_TX_BUDGET		64	/* packets per send-engine run */
+#define MRC_READ_PULLS		2	/* default of read_pulls */
 #define MRC_FAILOVER_US		100000	/* silence before a single path is replaced */
 #define MRC_RTO_CEIL_US		4000000	/* RTO cap when the ACK timeout is longer */
 
@@ -64,6 +65,7 @@ extern unsigned int mrc_default_speed;
 extern unsigned int mrc_entropies;
 extern unsigned int mrc_ack_every;
 extern unsigned int mrc_ack_delay_us;
+extern unsigned int mrc_read_pulls;
 extern unsigned int mrc_rto_min_us;
 extern unsigned int mrc_rto_init_us;
 extern unsigned int mrc_window;

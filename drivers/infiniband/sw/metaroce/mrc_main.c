@@ -30,6 +30,10 @@ unsigned int mrc_ack_delay_us = 50;
 module_param_named(ack_delay_us, mrc_ack_delay_us, uint, 0644);
 MODULE_PARM_DESC(ack_delay_us, "Longest time an ACK is held back, in microseconds (default 50)");
 
+unsigned int mrc_read_pulls = MRC_READ_PULLS;
+module_param_named(read_pulls, mrc_read_pulls, uint, 0644);
+MODULE_PARM_DESC(read_pulls, "READ requests a send window holds: each asks for at most window / N segments, 1..16 (default 2)");
+
 unsigned int mrc_rto_min_us = 5000;
 module_param_named(rto_min_us, mrc_rto_min_us, uint, 0644);
 MODULE_PARM_DESC(rto_min_us, "Least margin of the retransmission timeout above the smoothed RTT, in microseconds (default 5000)");

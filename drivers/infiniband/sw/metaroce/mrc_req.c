@@ -760,9 +760,17 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 		if (!mrc_can_start(qp, s))
 			return true;
 		n = 1;
-		if (s->op == MRC_OP_READ_REQ)
+		/*
+		 * At most window / read_pulls per READ request: a lost request
+		 * is then seen missing from the ACK for the next one (RACK),
+		 * not after a probe timeout with nothing else in flight.
+		 */
+		if (s->op == MRC_OP_READ_REQ) {
+			u32 pulls = clamp_val(READ_ONCE(mrc_read_pulls), 1, 16);
+
 			n = min3(s->npsn - s->sent, (u32)MRC_READ_CHUNK,
-				 max_t(u32, qp->tx.wnd, 1));
+				 max_t(u32, qp->tx.wnd / pulls, 1));
+		}
 		if (!mrc_tx_can_send(&qp->tx, n)) {
 			if (mrc_req_credit_binds(qp))
 				mrc_stat_inc(qp->mdev, MRC_ST_CREDIT_WAITS);
