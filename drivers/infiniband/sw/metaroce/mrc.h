@@ -16,6 +16,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/metaroce-abi.h>
+#include <trace/events/metaroce.h>
 
 #include <metaroce/mrc_engine.h>
 #include <metaroce/mrc_wire.h>

@@ -10,6 +10,9 @@
 
 #include "mrc.h"
 
+#define CREATE_TRACE_POINTS
+#include <trace/events/metaroce.h>
+
 unsigned int mrc_udp_port = MRC_DEFAULT_UDP_PORT;
 module_param_named(udp_port, mrc_udp_port, uint, 0444);
 MODULE_PARM_DESC(udp_port, "UDP destination port of MetaRoCE packets (default 4792; RoCEv2 uses 4791)");

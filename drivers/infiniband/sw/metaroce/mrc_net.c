@@ -220,13 +220,19 @@ u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid, bool lone, u32 now)
 		port = mrc_path_pick_lone(p, now);
 	else
 		port = mrc_path_pick(p, now, avoid);
-	if (p->switches != sw)
+	if (p->switches != sw) {
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_SWITCHES);
+		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_SWITCH, port);
+	}
 	/* a balance window redraws for starvation or for loss */
-	if (p->rebalanced != rb)
+	if (p->rebalanced != rb) {
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_REBALANCED);
-	if (p->retired != rt)
+		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_REBALANCE, port);
+	}
+	if (p->retired != rt) {
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
+		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE, port);
+	}
 	mrc_stat_inc(qp->mdev, MRC_ST_PATH_SLOT0 + p->last % MRC_PATH_SLOTS);
 	return port;
 }
@@ -536,6 +542,8 @@ static void mrc_rcv_skb(struct mrc_dev *mdev, struct sk_buff *skb,
 		mrc_count_drop(mdev, -err);
 		goto free;
 	}
+	trace_mrc_recv(p.dqpn, p.sqpn, p.psn, p.opcode, p.flags, sport,
+		       p.pay_len);
 	/* datagrams have no peer to check: mrc_ud.c */
 	if (p.opcode == MRC_OP_UD_SEND) {
 		mrc_ud_rcv(mdev, skb, &p);

@@ -374,6 +374,8 @@ static int mrc_build_req(struct mrc_qp *qp, struct mrc_swqe *s, u32 psn,
 		}
 	}
 	mrc_wire_build(skb->data, &p);
+	trace_mrc_xmit(qp->ibqp.qp_num, qp->dest_qpn, psn, p.opcode, p.flags,
+		       sport, pay);
 	mrc_queue_pkt(qp, skb, sport);
 	return 0;
 }
@@ -434,6 +436,8 @@ static void mrc_cqe_send(struct mrc_qp *qp, struct mrc_swqe *s, u8 status)
 		c.opcode = METAROCE_WC_SEND;
 		break;
 	}
+	if (status != IB_WC_SUCCESS)
+		trace_mrc_cqe_err(qp->ibqp.qp_num, c.wr_id, status, c.opcode);
 	mrc_cq_post(qp->scq, &c, false);
 }
 
@@ -541,6 +545,8 @@ void mrc_qp_set_state(struct mrc_qp *qp, enum ib_qp_state state)
 	unsigned long flags;
 
 	spin_lock_irqsave(&qp->post_lock, flags);
+	if (qp->state != state)
+		trace_mrc_qp_state(qp->ibqp.qp_num, qp->state, state);
 	WRITE_ONCE(qp->state, state);
 	spin_unlock_irqrestore(&qp->post_lock, flags);
 }
@@ -588,8 +594,10 @@ static void mrc_req_path_loss(struct mrc_qp *qp, u16 port, u32 now)
 	u64 retired = qp->path.retired;
 
 	mrc_path_on_loss(&qp->path, port, now);
-	if (qp->path.retired != retired)
+	if (qp->path.retired != retired) {
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
+		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE, port);
+	}
 }
 
 /* take back path charges of losses that proved spurious (locked) */
@@ -673,6 +681,7 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 		qp->retx_charged_valid = false;
 		mrc_req_sent(qp, psn, n, now, sport, 0);
 		mrc_stat_inc(qp->mdev, MRC_ST_RETX_PKTS);
+		trace_mrc_retransmit(qp->ibqp.qp_num, psn, n, s->op, sport);
 		(*budget)--;
 		psn += n;
 	}
@@ -943,6 +952,9 @@ static void mrc_req_apply_wnd(struct mrc_qp *qp)
 
 	if (qp->credit && !mrc_fault(MRC_FI_CREDIT_IGNORED))
 		w = min(w, mrc_req_credit_wnd(qp));
+	if (w != qp->tx.wnd)
+		trace_mrc_wnd(qp->ibqp.qp_num, qp->tx.wnd, w,
+			      mrc_cc_wnd(&qp->cc), qp->win_max, qp->credit);
 	qp->tx.wnd = w;
 	if (qp->pacing)
 		mrc_pace_rate(&qp->pace, w, qp->tx.rtt.srtt,
@@ -1000,10 +1012,15 @@ static void mrc_req_path_feedback(struct mrc_qp *qp, u16 port, bool ce,
 	u64 retired = qp->path.retired, dskips = qp->path.delay_skips;
 
 	mrc_path_on_ack(&qp->path, port, ce, rtt, now);
-	if (qp->path.retired != retired)
+	if (qp->path.retired != retired) {
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
-	if (qp->path.delay_skips != dskips)
+		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE, port);
+	}
+	if (qp->path.delay_skips != dskips) {
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_DELAY_SKIPS);
+		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_DELAY_SKIP,
+			       port);
+	}
 }
 
 /* an ACK's path feedback and credit (locked) */
@@ -1070,8 +1087,11 @@ static void mrc_req_progress(struct mrc_qp *qp, u32 now)
 {
 	u32 lost = mrc_tx_detect_loss(&qp->tx, now);
 
-	if (lost)
+	if (lost) {
 		mrc_stat_add(qp->mdev, MRC_ST_RETX_RACK, lost);
+		trace_mrc_loss(qp->ibqp.qp_num, MRC_TRACE_LOSS_RACK, qp->tx.una,
+			       lost);
+	}
 	mrc_sq_complete(qp);
 	mrc_req_nak_apply(qp);
 }
@@ -1163,6 +1183,9 @@ void mrc_req_rcv_ack(struct mrc_qp *qp, const struct mrc_pkt *p)
 		mrc_count_drop(mdev, MRC_DROP_BAD_ACK);
 		return;
 	}
+	trace_mrc_sack(qp->ibqp.qp_num, a.cum, a.sack_words,
+		       a.sack_words ? p->ack.sack[0] : 0, qp->tx.una,
+		       r.newly_acked, p->ack.credit);
 	if (r.rtt_sample)
 		mrc_update_rtt_stats(qp);
 	mrc_req_path_uncharge(qp, &r);
@@ -1375,13 +1398,19 @@ enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
 	case MRC_TXT_RETX:
 		mrc_stat_add(mdev, MRC_ST_RETX_RACK,
 			     qp->tx.rack_marked - rack_marked);
+		trace_mrc_loss(qp->ibqp.qp_num, MRC_TRACE_LOSS_RACK, qp->tx.una,
+			       qp->tx.rack_marked - rack_marked);
 		break;
 	case MRC_TXT_PROBE:
 		/* the engine marked tx.probe_psn lost: resent below */
 		mrc_stat_inc(mdev, MRC_ST_TLP);
+		trace_mrc_loss(qp->ibqp.qp_num, MRC_TRACE_LOSS_TLP,
+			       qp->tx.probe_psn, qp->tx.lost);
 		break;
 	case MRC_TXT_RTO:
 		mrc_stat_inc(mdev, MRC_ST_RTO);
+		trace_mrc_loss(qp->ibqp.qp_num, MRC_TRACE_LOSS_RTO, qp->tx.una,
+			       qp->tx.lost);
 		/* the oldest packet's path delivered nothing for an RTO */
 		mrc_req_path_loss(qp, mrc_tx_slot(&qp->tx, qp->tx.una)->entropy,
 				  now);
@@ -1392,6 +1421,8 @@ enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
 		 */
 		if (qp->path.n == 1 && qp->tx.timeouts >= 3 &&
 		    now - qp->tx.progress_ts >= MRC_FAILOVER_US) {
+			trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE,
+				       qp->path.ents[0].port);
 			mrc_path_replace(&qp->path, qp->path.ents[0].port);
 			mrc_stat_inc(mdev, MRC_ST_PATH_RETIRED);
 		}

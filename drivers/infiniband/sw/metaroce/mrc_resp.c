@@ -38,6 +38,7 @@ static void mrc_send_ack_at(struct mrc_qp *qp, u32 cum, bool sack,
 	u32 now = mrc_now(), hlen;
 	struct sk_buff *skb;
 	struct mrc_pkt p;
+	u16 sport;
 
 	mrc_pkt_init(qp, &p, MRC_OP_ACK, cum, now);
 	p.pmtu_shift = mrc_seg_shift_max(qp->mdev);
@@ -87,6 +88,8 @@ static void mrc_send_ack_at(struct mrc_qp *qp, u32 cum, bool sack,
 		return;
 	}
 	mrc_wire_build(skb->data, &p);
+	trace_mrc_ack(qp->ibqp.qp_num, cum, syndrome, p.ack.sack_words,
+		      p.ack.credit, p.ack.ce_count, p.ack.flags);
 	mrc_stat_inc(qp->mdev, MRC_ST_TX_ACKS);
 	if (syndrome == MRC_SYN_RNR)
 		mrc_stat_inc(qp->mdev, MRC_ST_RNR_NAK_TX);
@@ -96,8 +99,11 @@ static void mrc_send_ack_at(struct mrc_qp *qp, u32 cum, bool sack,
 	 * Back on the trigger's port: ACKs spread as the requests do, and a
 	 * ping-pong stays on one path (and receive CPU) both ways.
 	 */
-	mrc_queue_ack(qp, skb, qp->last_entropy ? qp->last_entropy :
-			       mrc_pick_entropy(qp, 0, false, now));
+	sport = qp->last_entropy ? qp->last_entropy :
+				   mrc_pick_entropy(qp, 0, false, now);
+	trace_mrc_xmit(qp->ibqp.qp_num, qp->dest_qpn, cum, MRC_OP_ACK, 0, sport,
+		       0);
+	mrc_queue_ack(qp, skb, sport);
 }
 
 void mrc_send_ack_flags(struct mrc_qp *qp, u8 syndrome, u32 nak_psn,
@@ -1032,6 +1038,7 @@ static int mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 	};
 	struct sk_buff *skb;
 	struct mrc_pkt p;
+	u16 sport;
 	int err;
 
 	mrc_pkt_init(qp, &p, MRC_OP_READ_RESP,
@@ -1074,7 +1081,10 @@ static int mrc_emit_read(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 		}
 	}
 	mrc_wire_build(skb->data, &p);
-	mrc_queue_pkt(qp, skb, mrc_resp_entropy(qp, e, e->len <= seg, now));
+	sport = mrc_resp_entropy(qp, e, e->len <= seg, now);
+	trace_mrc_xmit(qp->ibqp.qp_num, qp->dest_qpn, p.psn, p.opcode, p.flags,
+		       sport, pay);
+	mrc_queue_pkt(qp, skb, sport);
 	e->done += pay;
 	return 0;
 }
@@ -1084,6 +1094,7 @@ static bool mrc_emit_atomic(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 	u32 hlen = mrc_wire_hdr_len(MRC_OP_ATOMIC_RESP, 0, 0);
 	struct sk_buff *skb;
 	struct mrc_pkt p;
+	u16 sport;
 
 	mrc_pkt_init(qp, &p, MRC_OP_ATOMIC_RESP, e->psn, now);
 	p.pmtu_shift = qp->pmtu_shift;
@@ -1093,7 +1104,10 @@ static bool mrc_emit_atomic(struct mrc_qp *qp, struct mrc_rd *e, u32 now)
 	if (!skb)
 		return false;
 	mrc_wire_build(skb->data, &p);
-	mrc_queue_pkt(qp, skb, mrc_resp_entropy(qp, e, true, now));
+	sport = mrc_resp_entropy(qp, e, true, now);
+	trace_mrc_xmit(qp->ibqp.qp_num, qp->dest_qpn, p.psn, p.opcode, p.flags,
+		       sport, 8);
+	mrc_queue_pkt(qp, skb, sport);
 	return true;
 }
 

@@ -380,6 +380,8 @@ static int mrc_ud_build(struct mrc_qp *qp, u32 idx, struct sk_buff_head *q,
 		return IB_WC_LOC_PROT_ERR;
 	}
 	cb.sport = mrc_pick_entropy(qp, 0, false, p.tsval);
+	trace_mrc_xmit(qp->ibqp.qp_num, p.dqpn, p.psn, p.opcode, p.flags,
+		       cb.sport, len);
 	BUILD_BUG_ON(sizeof(cb) > sizeof(skb->cb));
 	*MRC_UD_CB(skb) = cb;
 	__skb_queue_tail(q, skb);
