@@ -10,7 +10,12 @@
 #     or counted dropped), mrc_recv events = rx_packets (nothing here
 #     fails to parse), mrc_ack events = tx_acks;
 #  d) the QPs' state changes were traced (INIT, RTR, RTS at least), the
-#     path engine's events appear, and no event was lost (overrun 0).
+#     path engine's events appear, and no event was lost (overrun 0);
+#  e) the per-QP view: `rdma -j -dd res show qp` of hostA's QP during a
+#     second lossy transfer has the loss and path fields (wnd, retx_pkts,
+#     rack_losses, tlps, rtos, sack_holes, ooo_pkts, path_*) and one
+#     distinct non-zero port per entropy (ent0..), with retransmissions
+#     counted and at most the device's.
 # The trace goes to $METAROCE_OUT/trace when it fails.
 # vm-test-timeout: 300
 set -uo pipefail
@@ -18,6 +23,8 @@ set -uo pipefail
 . "${BASH_SOURCE[0]%/*}/../lib/guest.sh"
 # shellcheck source=tests/lib/rc.sh
 . "${BASH_SOURCE[0]%/*}/../lib/rc.sh"
+# shellcheck source=tests/lib/hostile.sh
+. "${BASH_SOURCE[0]%/*}/../lib/hostile.sh"
 
 TR=/sys/kernel/tracing
 INST=$TR/instances/mrc41
@@ -104,6 +111,38 @@ check "c) mrc_recv events = rx_packets ($recv = $c_rx)" [ "$recv" -eq "$c_rx" ]
 check "c) mrc_ack events = tx_acks ($ack = $c_ack)" [ "$ack" -eq "$c_ack" ]
 check "d) QP state changes traced (INIT, RTR, RTS for 4 QPs: $st >= 12)" [ "$st" -ge 12 ]
 check "d) path engine events traced ($path)" [ "$path" -gt 0 ]
+# e) the per-QP view, sampled 4 s into a 10 s transfer at 3 % loss
+declare -A q=()
+rc_snap a0 "$RC_DEV_A"
+link_shape "$TOPO_SW" "$TOPO_PORT_A" loss 3%
+link_shape "$TOPO_SW" "$TOPO_PORT_B" loss 3%
+rc_verify --timeout 120 --log /tmp/view41 --dir c2s -q 1 -s 64K -D 10 &
+vpid=$!
+bsleep 4
+qp_live q "$RC_DEV_A"
+rc_snap a1 "$RC_DEV_A"
+wait "$vpid"
+vrc=$?
+link_clear "$TOPO_SW" "$TOPO_PORT_A"
+link_clear "$TOPO_SW" "$TOPO_PORT_B"
+rc_verified "e) 3 % loss, one QP hostA -> hostB: data verified" "$vrc" /tmp/view41 "$(rc_result /tmp/view41.cli ops) ops"
+fields="wnd retx_pkts rack_losses tlps rtos sack_holes ooo_pkts path_switches path_retired path_delay_skips path_rebalanced path_losses srtt_us entropies"
+missing='' entl=''
+declare -A seen=()
+for f in $fields; do [ -n "${q[$f]:-}" ] || missing+=" $f"; done
+n=${q[entropies]:-0}
+for ((i = 0; i < n && i < 16; i++)); do
+	p=${q[ent$i]:-0}
+	entl+=" $p/${q[ent${i}_rtt_us]:-?}"
+	if [ "$p" -gt 0 ] && [ -z "${seen[$p]:-}" ]; then seen[$p]=1; else missing+=" ent$i($p)"; fi
+done
+t_diag "e) hostA's QP: wnd ${q[wnd]:-?} retx_pkts ${q[retx_pkts]:-?} rack_losses ${q[rack_losses]:-?} tlps ${q[tlps]:-?} rtos ${q[rtos]:-?} sack_holes ${q[sack_holes]:-?} ooo_pkts ${q[ooo_pkts]:-?} path_losses ${q[path_losses]:-?} srtt_us ${q[srtt_us]:-?}; entropies (port/rtt_us):$entl"
+[ "$n" -gt 0 ] || missing+=" (no entropies)"
+check "e) the per-QP view lists the loss and path fields and each entropy's port" [ -z "$missing" ]
+dretx=$(rc_delta a0 a1 retransmitted_packets)
+check "e) the QP counted retransmissions (${q[retx_pkts]:-?} >= 1)" [ "${q[retx_pkts]:-0}" -ge 1 ]
+check "e) at most the device's (${q[retx_pkts]:-?} <= $dretx)" [ "${q[retx_pkts]:-0}" -le "$dretx" ]
+
 if [ "$fails" -gt 0 ] && [ -n "${METAROCE_OUT:-}" ]; then
 	mkdir -p "$METAROCE_OUT/trace" && gzip -c "$OUT/trace" >"$METAROCE_OUT/trace/trace.gz"
 fi

@@ -587,6 +587,7 @@ struct mrc_qp {
 	struct mrc_tx_slot *tx_slots;
 	u32 smsn;			/* next receive MSN to use for SEND/WRITE_IMM */
 	u32 rd_outstanding;		/* READ/atomic WQEs in flight */
+	u32 retx_pkts;			/* packets sent again (per-QP view) */
 	u32 retx_hint;
 	u32 rnr_left;
 	bool rnr_wait;

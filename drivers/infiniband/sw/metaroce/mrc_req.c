@@ -681,6 +681,7 @@ static bool mrc_send_retx(struct mrc_qp *qp, u32 *budget, u32 now)
 		qp->retx_charged_valid = false;
 		mrc_req_sent(qp, psn, n, now, sport, 0);
 		mrc_stat_inc(qp->mdev, MRC_ST_RETX_PKTS);
+		qp->retx_pkts++;
 		trace_mrc_retransmit(qp->ibqp.qp_num, psn, n, s->op, sport);
 		(*budget)--;
 		psn += n;
