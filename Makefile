@@ -15,7 +15,8 @@
 #   make fuzz       libFuzzer harnesses of the engine, 20 s each (in check)
 #   make wireshark  the Wireshark dissector tools/wireshark/metaroce.lua
 #                   against the driver's encoder and parser (in check)
-#   make install    install the module (and point ld.so at the provider)
+#   make install    install the module and the man page metaroce(7) (and
+#                   point ld.so at the provider)
 #   make kmod       the test ULP module tests/kmod/mrc_ulp_test.ko (tests)
 #
 # KDIR: kernel build tree.  Default: the running kernel's, if it exists,
@@ -31,6 +32,7 @@ KDIR ?= /usr/src/linux-headers-$(KVER_TESTBED)
 endif
 METAROCE_CACHE ?= /var/cache/metaroce
 export METAROCE_CACHE
+MANDIR ?= /usr/local/share/man
 
 KBUILD_ARGS := -C $(KDIR) M=$(MOD_DIR) CONFIG_RDMA_METAROCE=m
 KMOD_ARGS := -C $(KDIR) M=$(CURDIR)/tests/kmod
@@ -114,6 +116,7 @@ conformance-mutations:
 install: module
 	$(MAKE) $(KBUILD_ARGS) INSTALL_MOD_DIR=updates modules_install
 	depmod -a $$(cat $(KDIR)/include/config/kernel.release)
+	install -D -m 0644 man/metaroce.7 $(DESTDIR)$(MANDIR)/man7/metaroce.7
 	@if [ -d $(METAROCE_CACHE)/rdma-core-56.1/prefix ]; then \
 		d=$$(ls -d $(METAROCE_CACHE)/rdma-core-56.1/prefix/lib/x86_64-linux-gnu $(METAROCE_CACHE)/rdma-core-56.1/prefix/lib 2>/dev/null | head -n 1); \
 		echo "$$d" > /etc/ld.so.conf.d/000-metaroce.conf && ldconfig && \
