@@ -18,6 +18,8 @@
 #include <rdma/metaroce-abi.h>
 #include <trace/events/metaroce.h>
 
+#include "mrc_compat.h"
+
 #include <metaroce/mrc_engine.h>
 #include <metaroce/mrc_wire.h>
 

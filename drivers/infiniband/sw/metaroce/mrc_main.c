@@ -6,7 +6,6 @@
 #include <linux/if_vlan.h>
 #include <linux/module.h>
 #include <rdma/rdma_netlink.h>
-#include <asm/unaligned.h>
 
 #include "mrc.h"
 

@@ -122,7 +122,7 @@ static int mrc_mmap_pages(struct vm_area_struct *vma, void *buf)
 			return err;
 		off += PAGE_SIZE;
 	}
-	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	return 0;
 }
 

@@ -325,6 +325,18 @@ static void mrc_dealloc_driver(struct ib_device *ibdev)
 	netdev_put(mdev->ndev, &mdev->ndev_tracker);
 }
 
+#ifdef MRC_CREATE_CQ_ATTRS
+/* 6.11+: the bundle, or NULL for a kernel CQ */
+static int mrc_create_cq_op(struct ib_cq *ibcq,
+			    const struct ib_cq_init_attr *attr,
+			    struct uverbs_attr_bundle *attrs)
+{
+	return mrc_create_cq(ibcq, attr, attrs ? &attrs->driver_udata : NULL);
+}
+#else
+#define mrc_create_cq_op mrc_create_cq
+#endif
+
 static const struct ib_device_ops mrc_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = MRC_DRIVER_ID,
@@ -335,7 +347,7 @@ static const struct ib_device_ops mrc_dev_ops = {
 	.alloc_pd = mrc_alloc_pd,
 	.alloc_ucontext = mrc_alloc_ucontext,
 	.create_ah = mrc_create_ah,
-	.create_cq = mrc_create_cq,
+	.create_cq = mrc_create_cq_op,
 	.create_qp = mrc_create_qp,
 	.create_srq = mrc_create_srq,
 	.create_user_ah = mrc_create_ah,
