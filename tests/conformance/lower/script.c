@@ -191,11 +191,14 @@ static void var_set(struct mct_run *r, const char *name, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* a variable, or $pics.KEY: the PICS/PIXIT statement's value for KEY */
 static const char *var_get(struct mct_run *r, const char *name)
 {
 	for (int i = 0; i < r->n_vars; i++)
 		if (!strcmp(r->vars[i][0], name))
 			return r->vars[i][1];
+	if (!strncmp(name, "pics.", 5))
+		return mct_pics_get(r->env, name + 5);
 	return NULL;
 }
 
