@@ -5,6 +5,8 @@
 #   rc_setup [--mtu M]       two hosts behind the switch + management link,
 #                            metaroce devices $RC_DEV_A (hostA) and $RC_DEV_B
 #                            (hostB); sets GID_A, GID_B
+#   rc_hosts [--mtu M]       rc_setup with its TAP line; ends the test file
+#                            (summary printed) if it fails
 #   rc_build_tools           build tests/tools/mrc_verify if missing/stale
 #   rc_verify [--timeout S] [--log P] [--srv-args "..."] ARGS...
 #                            mrc_verify server in hostB, client in hostA with
@@ -163,6 +165,17 @@ rc_dmesg_bad() {
 }
 
 # --- ECMP fabric and incast (tests/vm/40-multipath.sh, 45-cc.sh) ---------------
+# rc_hosts [rc_setup options]: rc_setup and its TAP line; if it fails the
+# test file ends there (summary printed).  Call it directly, not in $(...)
+rc_hosts() {
+	if ! rc_setup "$@" >/tmp/rc_setup.log 2>&1; then
+		t_fail "two hosts with metaroce devices" "$(cat /tmp/rc_setup.log)"
+		t_summary
+		exit 1
+	fi
+	t_ok "two hosts with metaroce devices"
+}
+
 rc_ecmp_setup() {
 	topo_ecmp "$@" || return
 	topo_mgmt || return

@@ -17,12 +17,7 @@ trap topo_cleanup EXIT
 PYV=${METAROCE_CACHE:-/var/cache/metaroce}/rdma-core-56.1/build/python
 
 rc_dmesg_mark
-if ! rc_setup --mtu 9000 >/tmp/rc_setup.log 2>&1; then
-	t_fail "two hosts with metaroce devices" "$(cat /tmp/rc_setup.log)"
-	t_summary
-	exit 1
-fi
-t_ok "two hosts with metaroce devices"
+rc_hosts --mtu 9000
 PORT=$(rc_param udp_port)
 
 # --- IPv6 port taken ---------------------------------------------------------------

@@ -38,12 +38,7 @@ KMOD_SRC=$RC_REPO/tests/kmod
 RUN=/sys/kernel/debug/mrc_ulp_test/run
 
 rc_dmesg_mark
-if ! rc_setup --mtu 9000 >/tmp/rc_setup.log 2>&1; then
-	t_fail "two hosts with metaroce devices" "$(cat /tmp/rc_setup.log)"
-	t_summary
-	exit 1
-fi
-t_ok "two hosts with metaroce devices"
+rc_hosts --mtu 9000
 
 dmesg_check() {
 	local bad

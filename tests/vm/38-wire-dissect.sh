@@ -48,12 +48,7 @@ if ! command -v tshark >/dev/null 2>&1; then
 fi
 rc_dmesg_mark
 if ! t_check "build mrc_verify" rc_build_tools; then t_summary; exit 1; fi
-if ! rc_setup --mtu 9000 >/tmp/rc_setup.log 2>&1; then
-	t_fail "two hosts with metaroce devices" "$(cat /tmp/rc_setup.log)"
-	t_summary
-	exit 1
-fi
-t_ok "two hosts with metaroce devices"
+rc_hosts --mtu 9000
 rm -rf "$OUT"
 mkdir -p "$OUT"
 

@@ -35,12 +35,7 @@ trap 'echo 0 >"$INST/tracing_on" 2>/dev/null; rmdir "$INST" 2>/dev/null; rm -rf 
 
 rc_dmesg_mark
 if ! t_check "build mrc_verify" rc_build_tools; then t_summary; exit 1; fi
-if ! rc_setup --mtu 9000 >/tmp/rc_setup.log 2>&1; then
-	t_fail "two hosts with metaroce devices" "$(cat /tmp/rc_setup.log)"
-	t_summary
-	exit 1
-fi
-t_ok "two hosts with metaroce devices"
+rc_hosts --mtu 9000
 [ -d "$TR/events" ] || mount -t tracefs nodev "$TR" 2>/dev/null
 want="mrc_xmit mrc_recv mrc_loss mrc_retransmit mrc_sack mrc_ack mrc_wnd mrc_path mrc_qp_state mrc_cqe_err"
 missing=''
