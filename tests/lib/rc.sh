@@ -7,6 +7,8 @@
 #                            (hostB); sets GID_A, GID_B
 #   rc_hosts [--mtu M]       rc_setup with its TAP line; ends the test file
 #                            (summary printed) if it fails
+#   rc_loss_both PCT / rc_loss_clear   PCT % random loss each way on both
+#                            switch ports, and none again
 #   rc_build_tools           build tests/tools/mrc_verify if missing/stale
 #   rc_verify [--timeout S] [--log P] [--srv-args "..."] ARGS...
 #                            mrc_verify server in hostB, client in hostA with
@@ -165,6 +167,17 @@ rc_dmesg_bad() {
 }
 
 # --- ECMP fabric and incast (tests/vm/40-multipath.sh, 45-cc.sh) ---------------
+# rc_loss_both PCT / rc_loss_clear: PCT % random loss on both switch ports
+# of rc_setup's topology (each way), and none again
+rc_loss_both() {
+	link_shape "$TOPO_SW" "$TOPO_PORT_A" loss "$1%"
+	link_shape "$TOPO_SW" "$TOPO_PORT_B" loss "$1%"
+}
+rc_loss_clear() {
+	link_clear "$TOPO_SW" "$TOPO_PORT_A"
+	link_clear "$TOPO_SW" "$TOPO_PORT_B"
+}
+
 # rc_hosts [rc_setup options]: rc_setup and its TAP line; if it fails the
 # test file ends there (summary printed).  Call it directly, not in $(...)
 rc_hosts() {

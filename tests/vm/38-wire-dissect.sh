@@ -92,12 +92,10 @@ if cap_start; then
 	t_ok "tcpdump captures on both hosts"
 	rc_snap a0 "$RC_DEV_A"
 	rc_snap b0 "$RC_DEV_B"
-	link_shape "$TOPO_SW" "$TOPO_PORT_A" loss 3%
-	link_shape "$TOPO_SW" "$TOPO_PORT_B" loss 3%
+	rc_loss_both 3
 	rc=0
 	rc_verify --timeout 240 --log /tmp/dissect -q 2 -s 64K -n 300 || rc=$?
-	link_clear "$TOPO_SW" "$TOPO_PORT_A"
-	link_clear "$TOPO_SW" "$TOPO_PORT_B"
+	rc_loss_clear
 	rc_snap a1 "$RC_DEV_A"
 	rc_snap b1 "$RC_DEV_B"
 	bsleep 1

@@ -60,12 +60,10 @@ echo 1 >"$INST/tracing_on"
 
 rc_snap a0 "$RC_DEV_A"
 rc_snap b0 "$RC_DEV_B"
-link_shape "$TOPO_SW" "$TOPO_PORT_A" loss 3%
-link_shape "$TOPO_SW" "$TOPO_PORT_B" loss 3%
+rc_loss_both 3
 rc=0
 rc_verify --timeout 240 --log /tmp/trace41 -q 2 -s 64K -n 300 || rc=$?
-link_clear "$TOPO_SW" "$TOPO_PORT_A"
-link_clear "$TOPO_SW" "$TOPO_PORT_B"
+rc_loss_clear
 bsleep 1	# the QPs are gone: their last packets were counted
 echo 0 >"$INST/tracing_on"
 rc_snap a1 "$RC_DEV_A"
@@ -109,8 +107,7 @@ check "d) path engine events traced ($path)" [ "$path" -gt 0 ]
 # e) the per-QP view, sampled 4 s into a 10 s transfer at 3 % loss
 declare -A q=()
 rc_snap a0 "$RC_DEV_A"
-link_shape "$TOPO_SW" "$TOPO_PORT_A" loss 3%
-link_shape "$TOPO_SW" "$TOPO_PORT_B" loss 3%
+rc_loss_both 3
 rc_verify --timeout 120 --log /tmp/view41 --dir c2s -q 1 -s 64K -D 10 &
 vpid=$!
 bsleep 4
@@ -118,8 +115,7 @@ qp_live q "$RC_DEV_A"
 rc_snap a1 "$RC_DEV_A"
 wait "$vpid"
 vrc=$?
-link_clear "$TOPO_SW" "$TOPO_PORT_A"
-link_clear "$TOPO_SW" "$TOPO_PORT_B"
+rc_loss_clear
 rc_verified "e) 3 % loss, one QP hostA -> hostB: data verified" "$vrc" /tmp/view41 "$(rc_result /tmp/view41.cli ops) ops"
 fields="wnd retx_pkts rack_losses tlps rtos sack_holes ooo_pkts path_switches path_retired path_delay_skips path_rebalanced path_losses srtt_us entropies"
 missing='' entl=''
