@@ -693,19 +693,6 @@ static void rules_ack(void)
 
 /* --- the random corpus ------------------------------------------------- */
 
-static u64 rnd_value(void)
-{
-	static const u64 special[] = {
-		0, 1, 4, 7, 8, 12, 13, 14, 31, 32, 0xff, 0x100, 0xffff,
-		0xffffff, 0x1000000, 0x7fffffff, 0x80000000, 0x80000001,
-		0xffffffff,
-	};
-
-	if (rnd() & 1)
-		return special[rnd_below(ARRAY_SIZE(special))];
-	return rnd() >> rnd_below(64);
-}
-
 /* a random packet of @op that the spec accepts, payloads of 1200 at most */
 static void random_valid(struct mct_pkt *p, u8 op)
 {
@@ -794,7 +781,7 @@ static void random_corpus(unsigned int n)
 		r = rnd_below(100);
 		if (r >= 60 && r < 75) {
 			mct_field_set(&p, mut_fields[rnd_below(ARRAY_SIZE(mut_fields))],
-				      rnd_value());
+				      mct_random_value(rnd));
 			if (p.payload_len > 1200)
 				p.payload_len = rnd_below(1200);
 			if (p.sack_words > MCT_MAX_SACKW && (rnd() & 1))

@@ -139,6 +139,21 @@ uint64_t mct_xorshift(uint64_t *state)
 	return *state = x;
 }
 
+uint64_t mct_random_value(uint64_t (*rnd)(void))
+{
+	static const uint64_t special[] = {
+		0, 1, 4, 7, 8, 12, 13, 14, 31, 32, 0xff, 0x100, 0xffff,
+		0xffffff, 0x1000000, 0x7fffffff, 0x80000000, 0x80000001,
+		0xffffffff,
+	};
+	uint64_t v;
+
+	if (rnd() & 1)
+		return special[rnd() % (sizeof(special) / sizeof(special[0]))];
+	v = rnd();
+	return v >> (rnd() % 64);
+}
+
 void mct_random_fields(struct mct_pkt *p, uint64_t (*rnd)(void))
 {
 	p->dqpn = rnd() & 0xffffff;

@@ -87,6 +87,9 @@ void mct_fixup(struct mct_pkt *p);
 void mct_template(struct mct_pkt *p, uint8_t opcode);
 /* the next value of a xorshift64 generator; *state must not be 0 */
 uint64_t mct_xorshift(uint64_t *state);
+/* a field value: an edge case (0, 1, powers of two, 24/31/32-bit limits)
+ * half the time, else a random value of random width, from rnd() */
+uint64_t mct_random_value(uint64_t (*rnd)(void));
 /* every header field and SACK word drawn from rnd() (QPNs cut to 24 bits) */
 void mct_random_fields(struct mct_pkt *p, uint64_t (*rnd)(void));
 /* write the header and payload; returns the datagram length or 0 */

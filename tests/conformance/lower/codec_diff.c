@@ -49,20 +49,6 @@ static uint64_t rnd_below(uint64_t n)
 	return n ? rnd() % n : 0;
 }
 
-/* interesting values first, else random of the field's width */
-static uint64_t rnd_value(void)
-{
-	static const uint64_t special[] = {
-		0, 1, 4, 7, 8, 12, 13, 14, 31, 32, 0xff, 0x100, 0xffff,
-		0xffffff, 0x1000000, 0x7fffffff, 0x80000000, 0x80000001,
-		0xffffffff,
-	};
-
-	if (rnd() & 1)
-		return special[rnd_below(ARRAY_SIZE(special))];
-	return rnd() >> rnd_below(64);
-}
-
 static const uint8_t ops[] = {
 	MCT_OP_SEND, MCT_OP_WRITE, MCT_OP_READ_REQ, MCT_OP_ATOMIC_CS,
 	MCT_OP_ATOMIC_FA, MCT_OP_UD_SEND, MCT_OP_READ_RESP,
@@ -346,7 +332,7 @@ static void mutate_field(const struct mct_pkt *base, uint8_t *buf)
 	struct mct_pkt p = *base;
 	size_t len;
 
-	mct_field_set(&p, name, rnd_value());
+	mct_field_set(&p, name, mct_random_value(rnd));
 	if (p.payload_len > sizeof(payload_buf))
 		p.payload_len = rnd_below(sizeof(payload_buf));
 	if (p.sack_words > MCT_MAX_SACKW && (rnd() & 1))
