@@ -88,13 +88,13 @@ static void mrc_res_qp_history(struct mrc_res_list *l, struct mrc_qp *qp)
 int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 {
 	struct mrc_qp *qp = to_mqp(ibqp);
-	struct mrc_res_list ql = { .max = MRC_RES_MAX }, *l = &ql;
+	struct mrc_res_list l = { .max = MRC_RES_MAX };
 	bool live = mrc_live_seq_visible(ibqp);
 	int ret;
 
 	/* about 1.3 KiB: off the stack */
-	ql.v = kcalloc(MRC_RES_MAX, sizeof(*ql.v), GFP_KERNEL);
-	if (!ql.v)
+	l.v = kcalloc(MRC_RES_MAX, sizeof(*l.v), GFP_KERNEL);
+	if (!l.v)
 		return -ENOMEM;
 
 	spin_lock_bh(&qp->lock);
@@ -104,65 +104,65 @@ int mrc_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	 */
 	if (!qp->sq.hdr) {
 		spin_unlock_bh(&qp->lock);
-		kfree(ql.v);
+		kfree(l.v);
 		return 0;
 	}
 	/* SQ: what userspace published, what was started, what is done */
-	mrc_res_add(l, "sq_depth", qp->sq.depth);
-	mrc_res_add(l, "sq_user_prod", mrc_ring_load(&qp->sq.hdr->prod));
-	mrc_res_add(l, "sq_next", qp->sq_next);
-	mrc_res_add(l, "sq_cons", qp->sq_cons);
+	mrc_res_add(&l, "sq_depth", qp->sq.depth);
+	mrc_res_add(&l, "sq_user_prod", mrc_ring_load(&qp->sq.hdr->prod));
+	mrc_res_add(&l, "sq_next", qp->sq_next);
+	mrc_res_add(&l, "sq_cons", qp->sq_cons);
 	if (qp->has_rq && qp->rq.hdr) {
-		mrc_res_add(l, "rq_depth", qp->rq.depth);
-		mrc_res_add(l, "rq_user_prod", mrc_ring_load(&qp->rq.hdr->prod));
-		mrc_res_add(l, "rq_cons", qp->rq_cons);
+		mrc_res_add(&l, "rq_depth", qp->rq.depth);
+		mrc_res_add(&l, "rq_user_prod", mrc_ring_load(&qp->rq.hdr->prod));
+		mrc_res_add(&l, "rq_cons", qp->rq_cons);
 	}
 	/* the RC transport state; UD and GSI QPs only have their rings */
 	if (ibqp->qp_type == IB_QPT_RC) {
 		/* requester: PSN window, its limits and timers */
 		if (live) {
-			mrc_res_add(l, "snd_una", qp->tx.una);
-			mrc_res_add(l, "snd_nxt", qp->tx.nxt);
+			mrc_res_add(&l, "snd_una", qp->tx.una);
+			mrc_res_add(&l, "snd_nxt", qp->tx.nxt);
 		}
-		mrc_res_add(l, "inflight", mrc_tx_inflight(&qp->tx));
-		mrc_res_add(l, "sacked", qp->tx.sacked);
-		mrc_res_add(l, "lost", qp->tx.lost);
-		mrc_res_add(l, "cwnd", qp->cc.cwnd >> 8);	/* packets */
-		mrc_res_add(l, "win_max", qp->win_max);
-		mrc_res_add(l, "peer_credit", qp->credit);
+		mrc_res_add(&l, "inflight", mrc_tx_inflight(&qp->tx));
+		mrc_res_add(&l, "sacked", qp->tx.sacked);
+		mrc_res_add(&l, "lost", qp->tx.lost);
+		mrc_res_add(&l, "cwnd", qp->cc.cwnd >> 8);	/* packets */
+		mrc_res_add(&l, "win_max", qp->win_max);
+		mrc_res_add(&l, "peer_credit", qp->credit);
 		/*
 		 * the path MTU's segment, the peer's largest READ segment and
 		 * largest datagram (SEND and WRITE segments fill it), in bytes
 		 */
-		mrc_res_add(l, "seg_path", 1u << qp->pmtu_shift);
-		mrc_res_add(l, "seg_peer_max",
+		mrc_res_add(&l, "seg_path", 1u << qp->pmtu_shift);
+		mrc_res_add(&l, "seg_peer_max",
 			    qp->peer_seg_shift ? 1u << qp->peer_seg_shift : 0);
-		mrc_res_add(l, "peer_dgram", qp->peer_dgram);
-		mrc_res_add(l, "srtt_us", qp->tx.rtt.srtt);
-		mrc_res_add(l, "rto_us", qp->tx.rtt.rto);
-		mrc_res_add(l, "rto_backoff", qp->tx.rtt.backoff);
-		mrc_res_add(l, "tmo_steps", qp->tx.tmo_steps);
-		mrc_res_add(l, "pace_gap_us", qp->pace.gap);
-		mrc_res_add(l, "tx_timer_armed", qp->tx_timer_armed);
-		mrc_res_add(l, "rnr_wait", qp->rnr_wait);
-		mrc_res_add(l, "rd_outstanding", qp->rd_outstanding);
+		mrc_res_add(&l, "peer_dgram", qp->peer_dgram);
+		mrc_res_add(&l, "srtt_us", qp->tx.rtt.srtt);
+		mrc_res_add(&l, "rto_us", qp->tx.rtt.rto);
+		mrc_res_add(&l, "rto_backoff", qp->tx.rtt.backoff);
+		mrc_res_add(&l, "tmo_steps", qp->tx.tmo_steps);
+		mrc_res_add(&l, "pace_gap_us", qp->pace.gap);
+		mrc_res_add(&l, "tx_timer_armed", qp->tx_timer_armed);
+		mrc_res_add(&l, "rnr_wait", qp->rnr_wait);
+		mrc_res_add(&l, "rd_outstanding", qp->rd_outstanding);
 		/* responder: cumulative PSN, receive messages, ACK state */
 		if (live) {
-			mrc_res_add(l, "rcv_nxt", qp->rx.nxt);
-			mrc_res_add(l, "rmsn_base", qp->rmsn_base);
+			mrc_res_add(&l, "rcv_nxt", qp->rx.nxt);
+			mrc_res_add(&l, "rmsn_base", qp->rmsn_base);
 		}
-		mrc_res_add(l, "ack_pending", qp->ackc.pending);
-		mrc_res_add(l, "ack_timer_armed", qp->ack_timer_armed);
-		mrc_res_add(l, "rd_res", qp->rd_res);
-		mrc_res_add(l, "entropies", qp->path.n);
-		mrc_res_add(l, "ordered", qp->ordered);
-		mrc_res_qp_history(l, qp);
+		mrc_res_add(&l, "ack_pending", qp->ackc.pending);
+		mrc_res_add(&l, "ack_timer_armed", qp->ack_timer_armed);
+		mrc_res_add(&l, "rd_res", qp->rd_res);
+		mrc_res_add(&l, "entropies", qp->path.n);
+		mrc_res_add(&l, "ordered", qp->ordered);
+		mrc_res_qp_history(&l, qp);
 	}
-	mrc_res_add(l, "txq_len",
+	mrc_res_add(&l, "txq_len",
 		    skb_queue_len(&qp->txq) + skb_queue_len(&qp->ackq));
 	spin_unlock_bh(&qp->lock);
-	ret = mrc_res_put(msg, ql.v, ql.n);
-	kfree(ql.v);
+	ret = mrc_res_put(msg, l.v, l.n);
+	kfree(l.v);
 	return ret;
 }
 
