@@ -856,12 +856,35 @@ static bool mrc_rd_queue(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n,
 	return true;
 }
 
+/*
+ * An atomic asked again that still waits to execute, or whose answer is
+ * still queued: that answer serves the re-ask too, so re-asks of one
+ * request never fill the table.
+ */
+static bool mrc_rd_atomic_queued(struct mrc_qp *qp, u32 psn)
+{
+	u32 i, seen = 0;
+
+	for (i = 0; i < qp->rd_n && seen < qp->rd_used; i++) {
+		const struct mrc_rd *e = &qp->rd[i];
+
+		if (!e->used)
+			continue;
+		seen++;
+		if (e->op != MRC_OP_READ_REQ && e->psn == psn)
+			return true;
+	}
+	return false;
+}
+
 /* a replayed atomic: answer from the response cache */
 static bool mrc_rd_replay_atomic(struct mrc_qp *qp, u32 psn)
 {
 	struct mrc_rd *e;
 	u32 i;
 
+	if (mrc_rd_atomic_queued(qp, psn))
+		return true;
 	for (i = 0; i < qp->aresp_n; i++) {
 		if (!qp->aresp[i].valid || qp->aresp[i].psn != psn)
 			continue;
