@@ -9,7 +9,10 @@
 #    ERROR fail, NOT_APPLICABLE skips, WAIVED is a TODO), and mrct's exit
 #    status must agree, and at least one case must PASS (not all
 #    NOT_APPLICABLE).  Skipped (with the reason) while lower/mrct is not
-#    built.  Reports in $METAROCE_OUT/conformance or /tmp/conformance.
+#    built.  Reports in $METAROCE_OUT/conformance or /tmp/conformance;
+#  - a few cases again with the agent on TCP over a control network
+#    (run --agent-tcp), as a vendor runs it against another host: the
+#    same verdicts as over the UNIX socket.
 # vm-test-timeout: 600
 set -uo pipefail
 # shellcheck source=tests/lib/guest.sh
@@ -67,6 +70,30 @@ if [ "$rc" -ne 0 ] && [ "$T_FAIL" -eq "$before" ]; then
 	t_fail "tests/conformance/run exited $rc without a failed case" "$(tail -n 20 "$out/run.ktap")"
 elif [ "$rc" -eq 0 ] && [ "$T_FAIL" -ne "$before" ]; then
 	t_fail "tests/conformance/run exited 0 but cases failed"
+fi
+
+# the agent on another host: mrct drives it over TCP on a control network
+# (--agent-tcp); a few cases, every variant, must end as they did over the
+# UNIX socket above
+tcp_cases=(basic-write-tester-responder basic-write-tester-requester
+	dup-atomic-replay msg-read-rerequest sack-mapping ack-held-requester)
+tcp_files=()
+for c in "${tcp_cases[@]}"; do tcp_files+=("$CONF/cases/$c.mrct"); done
+bash "$CONF/run" --agent-tcp --out "$out/agent-tcp" "${tcp_files[@]}" \
+	>"$out/agent-tcp.ktap" 2>&1
+rc=$?
+tcp_verdicts() { # KTAP-FILE: "name verdict" of the TCP cases' variants
+	grep -E "^(not )?ok [0-9]+ ($(IFS='|'; echo "${tcp_cases[*]}"))[.]" "$1" |
+		sed -E 's/^ok [0-9]+ ([^ ]+) # SKIP ([A-Z_]+).*/\1 \2/; s/^ok [0-9]+ ([^ ]+).*/\1 PASS/;
+			s/^not ok [0-9]+ ([^ ]+) # (TODO )?([A-Z_]+).*/\1 \3/' | sort
+}
+want=$(tcp_verdicts "$out/run.ktap") got=$(tcp_verdicts "$out/agent-tcp.ktap")
+if [ "$rc" -eq 0 ] && [ -n "$got" ] && [ "$got" = "$want" ] &&
+	grep -q "^# run: .*tcp:" "$out/agent-tcp.ktap"; then
+	t_ok "agent over TCP on a control network: $(wc -l <<<"$got") case variants end as over the UNIX socket"
+else
+	t_fail "agent over TCP on a control network: the same verdicts as over the UNIX socket (exit $rc)" \
+		"$(diff <(echo "$want") <(echo "$got"))" "$(tail -n 8 "$out/agent-tcp.ktap")"
 fi
 
 # the tester's own self-tests against the same DUT: each must-fail-* case

@@ -8,6 +8,10 @@
  *        --peer6 A] [--pics FILE] [--waivers FILE] [--out DIR]
  *        [--turnaround MS] [--variants LIST] [-v] CASE...
  *
+ * --agent: the agent's UNIX socket, or tcp:HOST:PORT for an agent
+ * listening on TCP (mrct-agent --tcp) on another host; HOST may be a
+ * name, an IPv4 address or an [IPv6] address.
+ *
  * --variants: a comma list of ipv4 ipv6 psn0 psnwrap; a case runs only
  * the variants it has and the list names (a family or PSN base the list
  * does not mention at all is not restricted).
@@ -19,6 +23,7 @@
  * (FAIL or ERROR), 1 otherwise.
  */
 #include <getopt.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,16 +110,61 @@ static int load_case(struct mct_case *tc, const char *path)
 	return err;
 }
 
+/* tcp:HOST:PORT (an agent on another host; HOST may be [IPv6]) */
+static int agent_open_tcp(const char *spec)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai, *p;
+	char host[256];
+	const char *port = strrchr(spec, ':');
+	size_t n;
+	int fd = -1, err;
+
+	if (!port || port == spec)
+		return -1;
+	n = port - spec;
+	if (spec[0] == '[' && n >= 2 && spec[n - 1] == ']') {
+		spec++;
+		n -= 2;
+	}
+	if (n >= sizeof(host))
+		return -1;
+	memcpy(host, spec, n);
+	host[n] = 0;
+	err = getaddrinfo(host, port + 1, &hints, &ai);
+	if (err) {
+		fprintf(stderr, "mrct: agent %s: %s\n", host, gai_strerror(err));
+		return -1;
+	}
+	for (p = ai; p; p = p->ai_next) {
+		fd = socket(p->ai_family, p->ai_socktype, p->ai_protocol);
+		if (fd >= 0 && !connect(fd, p->ai_addr, p->ai_addrlen))
+			break;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	if (fd < 0)
+		fprintf(stderr, "mrct: cannot connect to the agent at %s:%s\n", host, port + 1);
+	return fd;
+}
+
+/* --agent: a UNIX socket path, or tcp:HOST:PORT */
 static int agent_open(const char *path)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	int fd;
 
+	if (!strncmp(path, "tcp:", 4))
+		return agent_open_tcp(path + 4);
 	if (strlen(path) >= sizeof(a.sun_path))
 		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	memcpy(a.sun_path, path, strlen(path) + 1);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a))) {
 		perror(path);
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	return fd;
@@ -122,7 +172,8 @@ static int agent_open(const char *path)
 
 static void help(void)
 {
-	fprintf(stderr, "usage: mrct --if IFNAME --agent SOCKET [--self4 A --peer4 A]\n"
+	fprintf(stderr, "usage: mrct --if IFNAME --agent SOCKET|tcp:HOST:PORT\n"
+		"            [--self4 A --peer4 A]\n"
 		"            [--self6 A --peer6 A] [--pics FILE] [--waivers FILE]\n"
 		"            [--out DIR] [--turnaround MS] [--variants LIST] [-v]\n"
 		"            CASE...\n");
