@@ -134,6 +134,7 @@
 #                              likewise for both directions (default: the
 #                              same points)
 #   METAROCE_BENCH_OPS_TOOLS   default ib_read_bw,ib_atomic_bw,ib_send_bw
+#                              (empty: none, only the latency tools)
 #   METAROCE_BENCH_OPS_LAT_TOOLS  ops latency tools (default
 #                              ib_read_lat,ib_atomic_lat; empty: none)
 #   METAROCE_BENCH_OPS_PCAP=1  ops bandwidth runs of metaroce capture the
@@ -145,6 +146,10 @@
 #                              default 0.2,20: ~1 % loss in bursts of ~5)
 #   METAROCE_BENCH_QUEUE_PKTS  queue size, see above
 #   METAROCE_BENCH_LAT_PIN=0   latency tools not pinned to CPUs
+#   METAROCE_BENCH_LAT_REPS    runs per latency tool and provider (lat:
+#                              default 5, quick 1); _OPS_LAT_REPS for the
+#                              ops scenario's latency tools (default 5,
+#                              quick 1)
 #   METAROCE_BENCH_MP_DUR      mp run length in s (default 14, quick 8; the
 #                              failure run lasts 1.5 x; 2 repetitions, quick 1)
 #   METAROCE_BENCH_MP_FAIL     blackhole (default) or down
@@ -217,11 +222,13 @@ else
 	DUR=12 MARGIN=2 REPS=3 LAT_REPS=5 LAT_N=2000 RECOV_MB=64
 	CONFIGS=${METAROCE_BENCH_CONFIGS:-9000:100,1500:50}
 	LOSS=${METAROCE_BENCH_LOSS-0.1,1,5,10} LOSS_BOTH=${METAROCE_BENCH_LOSS_BOTH-$LOSS}
-	OPS_LOSS=${METAROCE_BENCH_OPS_LOSS-0.1,1,5,10} OPS_LAT_REPS=2
+	OPS_LOSS=${METAROCE_BENCH_OPS_LOSS-0.1,1,5,10} OPS_LAT_REPS=5
 fi
+LAT_REPS=${METAROCE_BENCH_LAT_REPS:-$LAT_REPS}
+OPS_LAT_REPS=${METAROCE_BENCH_OPS_LAT_REPS:-$OPS_LAT_REPS}
 OPS_CONFIGS=${METAROCE_BENCH_OPS_CONFIGS:-9000:100}
 OPS_LOSS_BOTH=${METAROCE_BENCH_OPS_LOSS_BOTH-$OPS_LOSS}
-OPS_TOOLS=${METAROCE_BENCH_OPS_TOOLS:-ib_read_bw,ib_atomic_bw,ib_send_bw}
+OPS_TOOLS=${METAROCE_BENCH_OPS_TOOLS-ib_read_bw,ib_atomic_bw,ib_send_bw}
 OPS_LAT_TOOLS=${METAROCE_BENCH_OPS_LAT_TOOLS-ib_read_lat,ib_atomic_lat}
 OPS_PCAP=${METAROCE_BENCH_OPS_PCAP:-0}
 OPS_LAT_N=$LAT_N
