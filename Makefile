@@ -18,6 +18,8 @@
 #   make install    install the module and the man page metaroce(7) (and
 #                   point ld.so at the provider)
 #   make kmod       the test ULP module tests/kmod/mrc_ulp_test.ko (tests)
+#   make deb        debs/metaroce-dkms_VERSION_all.deb: the driver's sources
+#                   for DKMS, which builds the module for each kernel
 #
 # KDIR: kernel build tree.  Default: the running kernel's, if it exists,
 # else the newest installed Debian linux-headers-*-amd64 (the test-bed
@@ -39,7 +41,7 @@ KMOD_ARGS := -C $(KDIR) M=$(CURDIR)/tests/kmod
 
 .PHONY: all module kmod provider deps check check-debug kunit fuzz wireshark vmtest lint demo bench conformance \
 	conformance-mutations \
-	install clean
+	install deb clean
 
 all: module provider
 
@@ -122,6 +124,9 @@ install: module
 		echo "$$d" > /etc/ld.so.conf.d/000-metaroce.conf && ldconfig && \
 		echo "libibverbs with the metaroce provider: $$d"; \
 	else echo "run 'make provider' first for the userspace provider"; fi
+
+deb:
+	scripts/build-deb
 
 clean:
 	$(MAKE) $(KBUILD_ARGS) clean
