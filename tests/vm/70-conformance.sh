@@ -74,9 +74,11 @@ fi
 
 # the agent on another host: mrct drives it over TCP on a control network
 # (--agent-tcp); a few cases, every variant, must end as they did over the
-# UNIX socket above
-tcp_cases=(basic-write-tester-responder basic-write-tester-requester
-	dup-atomic-replay msg-read-rerequest sack-mapping ack-held-requester)
+# UNIX socket above.  Not basic-write-tester-responder: its 200 ms of
+# silence after the tester's ACK races the DUT's 10 ms first RTO when the
+# tester answers slowly (the debug kernel: the WRITE came again, RETX)
+tcp_cases=(basic-write-tester-requester dup-atomic-replay msg-read-rerequest
+	sack-mapping ack-held-requester)
 tcp_files=()
 for c in "${tcp_cases[@]}"; do tcp_files+=("$CONF/cases/$c.mrct"); done
 bash "$CONF/run" --agent-tcp --out "$out/agent-tcp" "${tcp_files[@]}" \
