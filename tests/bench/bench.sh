@@ -148,8 +148,8 @@
 #   METAROCE_BENCH_LAT_PIN=0   latency tools not pinned to CPUs
 #   METAROCE_BENCH_LAT_REPS    runs per latency tool and provider (lat:
 #                              default 5, quick 1); _OPS_LAT_REPS for the
-#                              ops scenario's latency tools (default 5,
-#                              quick 1)
+#                              ops scenario's latency tools (default: as
+#                              many as lat)
 #   METAROCE_BENCH_MP_DUR      mp run length in s (default 14, quick 8; the
 #                              failure run lasts 1.5 x; 2 repetitions, quick 1)
 #   METAROCE_BENCH_MP_FAIL     blackhole (default) or down
@@ -216,16 +216,16 @@ if [ "$QUICK" = 1 ]; then
 	DUR=7 MARGIN=1 REPS=1 LAT_REPS=1 LAT_N=500 RECOV_MB=16
 	CONFIGS=${METAROCE_BENCH_CONFIGS:-9000:100}
 	LOSS=${METAROCE_BENCH_LOSS-1,10} LOSS_BOTH=${METAROCE_BENCH_LOSS_BOTH-1}
-	OPS_LOSS=${METAROCE_BENCH_OPS_LOSS-1,10} OPS_LAT_REPS=1
+	OPS_LOSS=${METAROCE_BENCH_OPS_LOSS-1,10}
 else
 	# latency runs are short and the noisiest: more of them
 	DUR=12 MARGIN=2 REPS=3 LAT_REPS=5 LAT_N=2000 RECOV_MB=64
 	CONFIGS=${METAROCE_BENCH_CONFIGS:-9000:100,1500:50}
 	LOSS=${METAROCE_BENCH_LOSS-0.1,1,5,10} LOSS_BOTH=${METAROCE_BENCH_LOSS_BOTH-$LOSS}
-	OPS_LOSS=${METAROCE_BENCH_OPS_LOSS-0.1,1,5,10} OPS_LAT_REPS=5
+	OPS_LOSS=${METAROCE_BENCH_OPS_LOSS-0.1,1,5,10}
 fi
 LAT_REPS=${METAROCE_BENCH_LAT_REPS:-$LAT_REPS}
-OPS_LAT_REPS=${METAROCE_BENCH_OPS_LAT_REPS:-$OPS_LAT_REPS}
+OPS_LAT_REPS=${METAROCE_BENCH_OPS_LAT_REPS:-$LAT_REPS}
 OPS_CONFIGS=${METAROCE_BENCH_OPS_CONFIGS:-9000:100}
 OPS_LOSS_BOTH=${METAROCE_BENCH_OPS_LOSS_BOTH-$OPS_LOSS}
 OPS_TOOLS=${METAROCE_BENCH_OPS_TOOLS-ib_read_bw,ib_atomic_bw,ib_send_bw}

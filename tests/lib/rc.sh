@@ -166,7 +166,6 @@ rc_dmesg_bad() {
 		head -n 60
 }
 
-# --- ECMP fabric and incast (tests/vm/40-multipath.sh, 45-cc.sh) ---------------
 # rc_loss_both PCT / rc_loss_clear: PCT % random loss on both switch ports
 # of rc_setup's topology (each way), and none again
 rc_loss_both() {
@@ -189,6 +188,7 @@ rc_hosts() {
 	t_ok "two hosts with metaroce devices"
 }
 
+# --- ECMP fabric and incast (tests/vm/40-multipath.sh, 45-cc.sh) ---------------
 rc_ecmp_setup() {
 	topo_ecmp "$@" || return
 	topo_mgmt || return
