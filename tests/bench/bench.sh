@@ -95,7 +95,8 @@
 #          other three hosts into rank 0's host throughout (8 -> 1 incast
 #          background: 4 hosts have 3 senders, not 8). Records the per-step
 #          times (p50/p99/max, CDF in report.py).
-#   perf   (opt-in) ib_write_lat / ib_send_lat as in lat, the client
+#   perf   (opt-in) ib_write_lat / ib_send_lat as in lat (or the tools
+#          of METAROCE_BENCH_PERF_TOOLS), the client
 #          under `perf record -a -e cpu-clock` (the guest has no PMU; the
 #          software clock samples both vCPUs, connection set-up
 #          included): the symbols with the largest share of all
@@ -196,6 +197,8 @@
 #                              ib_write_bw seconds (3)
 #   METAROCE_BENCH_PERF_HZ / _TOP  perf scenario: sampling rate (2000 Hz),
 #                              symbols kept (40)
+#   METAROCE_BENCH_PERF_TOOLS  perf scenario: tools sampled (ib_write_lat,
+#                              ib_send_lat; also ib_read_lat, ib_atomic_lat)
 #   MRC_PARAMS                 rdma_metaroce module parameters (modprobe)
 set -uo pipefail
 BENCH_DIR=$(cd "${BASH_SOURCE[0]%/*}" && pwd -P)
@@ -681,18 +684,25 @@ scen_prof() {
 # keeps close to its normal speed; what it gives is where the CPUs spend
 # their time (shares of samples), not call counts.
 PERF_HZ=${METAROCE_BENCH_PERF_HZ:-2000} PERF_TOP=${METAROCE_BENCH_PERF_TOP:-40}
+PERF_TOOLS=${METAROCE_BENCH_PERF_TOOLS:-ib_write_lat,ib_send_lat}
 scen_perf() {
-	local prov tool f top n pct sym rest tot cnt where fl
+	local prov tool f top n pct sym rest tot cnt where fl args
 	command -v perf >/dev/null || { echo "bench: perf is not installed (linux-perf)" >&2; return 1; }
 	bench_topo 9000 || return
 	f=/tmp/bench_perf.data
-	for tool in ib_write_lat ib_send_lat; do
+	for tool in ${PERF_TOOLS//,/ }; do
+		case $tool in
+		ib_write_lat | ib_send_lat) args=(-F -C -n "$LAT_N") ;;
+		ib_read_lat) args=(-F -C -n "$OPS_LAT_N" -s 2) ;;
+		ib_atomic_lat) args=(-F -C -n "$OPS_LAT_N") ;;
+		*) echo "bench: perf cannot sample $tool" >&2; continue ;;
+		esac
 		for prov in "${PROVS[@]}"; do
 			say "perf: $tool sampled at $PERF_HZ Hz, $prov"
 			bench_prov "$prov" || continue
 			bench_shape 0 0 - -
 			B_CLI_WRAP=(perf record -q -a -e cpu-clock -F "$PERF_HZ" -o "$f" --)
-			perf_try /tmp/bench_perf 180 $LAT_PIN "$tool" -F -C -n "$LAT_N"
+			perf_try /tmp/bench_perf 180 $LAT_PIN "$tool" "${args[@]}"
 			B_CLI_WRAP=()
 			# "  12.43%  1650  [k] symbol": share, samples, kernel/user, symbol
 			top='' n=0 tot=0
