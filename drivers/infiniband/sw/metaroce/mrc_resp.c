@@ -1281,6 +1281,26 @@ static u8 mrc_resp_dup_flags(const struct mrc_qp *qp)
 	return MRC_ACKF_DUP;
 }
 
+/*
+ * The answer to the READ or atomic that just arrived goes out under the
+ * lock already held, in the same flush: a second pass of the send engine
+ * would cost a lock round trip, a clock read and an empty flush per
+ * operation.  True if the send engine must still run (out of budget or
+ * memory); a responder failure sets *fatal (qp locked).
+ */
+static bool mrc_resp_emit_now(struct mrc_qp *qp, u32 now, bool *fatal)
+{
+	u32 budget = MRC_TX_BUDGET;
+	bool more = !mrc_resp_emit(qp, &budget, now);
+
+	if (qp->resp_fail) {
+		qp->resp_fail = false;
+		*fatal = true;
+		return false;
+	}
+	return more;
+}
+
 /**
  * mrc_resp_rcv() - a request packet (SEND, WRITE, READ_REQ, atomic).
  * @qp: the destination QP (source already checked).
@@ -1446,6 +1466,8 @@ void mrc_resp_rcv(struct mrc_qp *qp, const struct mrc_pkt *p,
 	run = mrc_resp_pending(qp);
 	if (!fatal && mrc_resp_ack_implied(qp, p, n, old_nxt, flags)) {
 		mrc_stat_inc(qp->mdev, MRC_ST_ACK_IMPLIED);
+		if (run)
+			run = mrc_resp_emit_now(qp, now, &fatal);
 		goto out;
 	}
 check:
