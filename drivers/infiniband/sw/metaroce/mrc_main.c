@@ -215,6 +215,11 @@ static int mrc_newlink(const char *name, struct net_device *ndev)
 	mdev = ib_alloc_device(mrc_dev, ibdev);
 	if (!mdev)
 		return -ENOMEM;
+	mdev->pstats = alloc_percpu(struct mrc_pcpu_stats);
+	if (!mdev->pstats) {
+		ib_dealloc_device(&mdev->ibdev);
+		return -ENOMEM;
+	}
 	mdev->ndev = ndev;
 	netdev_hold(ndev, &mdev->ndev_tracker, GFP_KERNEL);
 	mdev->guid = mrc_make_guid(ndev);
@@ -248,6 +253,7 @@ static int mrc_newlink(const char *name, struct net_device *ndev)
 err_free:
 	mrc_net_detach(mdev);
 	netdev_put(ndev, &mdev->ndev_tracker);
+	free_percpu(mdev->pstats);
 	ib_dealloc_device(&mdev->ibdev);
 	return err;
 }

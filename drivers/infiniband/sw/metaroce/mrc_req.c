@@ -941,8 +941,8 @@ static void mrc_update_rtt_stats(struct mrc_qp *qp)
 	mrc_stat_set(mdev, MRC_ST_RTT_LAST, qp->tx.rtt.latest);
 	mrc_stat_set(mdev, MRC_ST_RTT_SRTT, qp->tx.rtt.srtt);
 	mrc_stat_set(mdev, MRC_ST_REO_WND, qp->tx.reo_wnd);
-	if (!atomic64_read(&mdev->stats[MRC_ST_RTT_MIN]) ||
-	    qp->tx.rtt.min_rtt < atomic64_read(&mdev->stats[MRC_ST_RTT_MIN]))
+	if (!mrc_stat_gauge(mdev, MRC_ST_RTT_MIN) ||
+	    qp->tx.rtt.min_rtt < mrc_stat_gauge(mdev, MRC_ST_RTT_MIN))
 		mrc_stat_set(mdev, MRC_ST_RTT_MIN, qp->tx.rtt.min_rtt);
 }
 

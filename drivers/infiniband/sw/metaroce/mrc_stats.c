@@ -97,9 +97,15 @@ int mrc_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 		     u32 port, int index)
 {
 	struct mrc_dev *mdev = to_mdev(ibdev);
-	int i;
+	int i, cpu;
 
 	for (i = 0; i < MRC_ST_NR; i++)
-		stats->value[i] = atomic64_read(&mdev->stats[i]);
+		stats->value[i] = atomic64_read(&mdev->gauges[i]);
+	for_each_possible_cpu(cpu) {
+		const struct mrc_pcpu_stats *c = per_cpu_ptr(mdev->pstats, cpu);
+
+		for (i = 0; i < MRC_ST_NR; i++)
+			stats->value[i] += READ_ONCE(c->v[i]);
+	}
 	return MRC_ST_NR;
 }

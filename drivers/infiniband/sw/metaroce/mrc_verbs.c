@@ -323,6 +323,7 @@ static void mrc_dealloc_driver(struct ib_device *ibdev)
 	xa_destroy(&mdev->srq_xa);
 	pr_info("metaroce: %s: removed\n", dev_name(&ibdev->dev));
 	netdev_put(mdev->ndev, &mdev->ndev_tracker);
+	free_percpu(mdev->pstats);
 }
 
 #ifdef MRC_CREATE_CQ_ATTRS
