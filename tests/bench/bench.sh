@@ -479,18 +479,30 @@ ops_point() {
 	done
 }
 
+# lat_args TOOL N: LAT_ARGS = perftest's arguments for a latency run of
+# TOOL (2 bytes, or an atomic's 8; N iterations; TSC cycles); 1 if the
+# bench has no latency run of TOOL
+lat_args() {
+	LAT_ARGS=(-F -C -n "$2")
+	case $1 in
+	ib_write_lat | ib_send_lat | ib_atomic_lat) ;;
+	ib_read_lat) LAT_ARGS+=(-s 2) ;;
+	*) return 1 ;;
+	esac
+}
+
 # ops_lat TOOL RATE PCT REP: a latency run per provider; PCT 0: unshaped,
 # as the lat scenario; else shaped at RATE with PCT % loss both ways
 ops_lat() {
-	local tool=$1 rate=$2 pct=$3 rep=$4 prov f size=2 args net=- dir=none
-	args=(-F -C -n "$OPS_LAT_N")
-	if [ "$tool" = ib_atomic_lat ]; then size=8; else args+=(-s 2); fi
+	local tool=$1 rate=$2 pct=$3 rep=$4 prov f size=2 net=- dir=none
+	lat_args "$tool" "$OPS_LAT_N" || return
+	[ "$tool" != ib_atomic_lat ] || size=8
 	[ "$pct" = 0 ] || { net="loss random $pct%" dir=both; }
 	prov_order
 	for prov in "${ORDER[@]}"; do
 		bench_prov "$prov" || continue
 		if [ "$pct" = 0 ]; then bench_shape 0 0 - -; else bench_shape "$rate" "$(qbytes)" "$net" "$net"; fi
-		perf_try /tmp/bench_olat 120 $LAT_PIN "$tool" "${args[@]}"
+		perf_try /tmp/bench_olat 120 $LAT_PIN "$tool" "${LAT_ARGS[@]}"
 		read -ra f <<<"$P_LINE"
 		bench_record "\"scen\":\"ops_lat\",\"prov\":\"$prov\",\"tool\":\"$tool\",\"rep\":$rep,\"size\":$size,\"dir\":\"$dir\",\"loss_pct\":$(jnum "$pct"),\"rate_mbit\":$([ "$pct" = 0 ] && echo 0 || echo "$rate"),\"iters\":$(jnum "${f[1]:-}"),\"unit\":\"cycles\",\"tsc_mhz\":$(jnum "$TSC_MHZ"),\"min\":$(jnum "${f[2]:-}"),\"max\":$(jnum "${f[3]:-}"),\"median\":$(jnum "${f[4]:-}"),\"avg\":$(jnum "${f[5]:-}"),\"p99\":$(jnum "${f[7]:-}"),\"p999\":$(jnum "${f[8]:-}"),\"qdisc\":$(bench_qstats),$(run_fields)"
 		printf '  %-8s median %s p99 %s us (exit %s)\n' "$prov" "$(cyc_us "${f[4]:-}")" "$(cyc_us "${f[7]:-}")" "$P_RC"
@@ -575,7 +587,8 @@ scen_lat() {
 			for prov in "${ORDER[@]}"; do
 				bench_prov "$prov" || continue
 				bench_shape 0 0 - -
-				perf_try /tmp/bench_lat 120 $LAT_PIN "$tool" -F -C -n "$LAT_N"
+				lat_args "$tool" "$LAT_N"
+				perf_try /tmp/bench_lat 120 $LAT_PIN "$tool" "${LAT_ARGS[@]}"
 				read -ra f <<<"$P_LINE"
 				# bytes iters t_min t_max t_typical t_avg t_stdev p99 p99.9 (cycles)
 				bench_record "\"scen\":\"lat\",\"prov\":\"$prov\",\"tool\":\"$tool\",\"rep\":$rep,\"size\":2,\"iters\":$(jnum "${f[1]:-}"),\"unit\":\"cycles\",\"tsc_mhz\":$(jnum "$TSC_MHZ"),\"min\":$(jnum "${f[2]:-}"),\"max\":$(jnum "${f[3]:-}"),\"median\":$(jnum "${f[4]:-}"),\"avg\":$(jnum "${f[5]:-}"),\"p99\":$(jnum "${f[7]:-}"),\"p999\":$(jnum "${f[8]:-}"),$(run_fields)"
@@ -686,23 +699,18 @@ scen_prof() {
 PERF_HZ=${METAROCE_BENCH_PERF_HZ:-2000} PERF_TOP=${METAROCE_BENCH_PERF_TOP:-40}
 PERF_TOOLS=${METAROCE_BENCH_PERF_TOOLS:-ib_write_lat,ib_send_lat}
 scen_perf() {
-	local prov tool f top n pct sym rest tot cnt where fl args
+	local prov tool f top n pct sym rest tot cnt where fl
 	command -v perf >/dev/null || { echo "bench: perf is not installed (linux-perf)" >&2; return 1; }
 	bench_topo 9000 || return
 	f=/tmp/bench_perf.data
 	for tool in ${PERF_TOOLS//,/ }; do
-		case $tool in
-		ib_write_lat | ib_send_lat) args=(-F -C -n "$LAT_N") ;;
-		ib_read_lat) args=(-F -C -n "$OPS_LAT_N" -s 2) ;;
-		ib_atomic_lat) args=(-F -C -n "$OPS_LAT_N") ;;
-		*) echo "bench: perf cannot sample $tool" >&2; continue ;;
-		esac
+		lat_args "$tool" "$LAT_N" || { echo "bench: perf cannot sample $tool" >&2; continue; }
 		for prov in "${PROVS[@]}"; do
 			say "perf: $tool sampled at $PERF_HZ Hz, $prov"
 			bench_prov "$prov" || continue
 			bench_shape 0 0 - -
 			B_CLI_WRAP=(perf record -q -a -e cpu-clock -F "$PERF_HZ" -o "$f" --)
-			perf_try /tmp/bench_perf 180 $LAT_PIN "$tool" "${args[@]}"
+			perf_try /tmp/bench_perf 180 $LAT_PIN "$tool" "${LAT_ARGS[@]}"
 			B_CLI_WRAP=()
 			# "  12.43%  1650  [k] symbol": share, samples, kernel/user, symbol
 			top='' n=0 tot=0
