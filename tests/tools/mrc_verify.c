@@ -61,7 +61,7 @@
 #define RECV_BIT	(1ull << 63)
 #define IDX_MASK	((1ull << 40) - 1)
 #define CTL_MAGIC	0x4d524356u	/* "MRCV" */
-#define CTL_VERSION	5
+#define CTL_VERSION	6
 
 enum optype {
 	OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CAS, OP_FAA,
@@ -101,6 +101,7 @@ struct params {
 	uint32_t max_rd_atomic;
 	uint32_t dirs;			/* bit 0: client requests, bit 1: server */
 	uint32_t max_sge;		/* SGEs per work request, at most */
+	uint32_t min_size;		/* messages drawn below it grow to it */
 	uint64_t seed;
 	uint64_t iters;
 	uint64_t duration_ms;
@@ -384,7 +385,7 @@ static void stream_init(struct stream *s, int dir, unsigned qp)
 		s->model[c] = counter_init(dir, qp, c);
 }
 
-static uint32_t pick_len(struct stream *s)
+static uint32_t draw_len(struct stream *s)
 {
 	uint32_t max = P.max_size, x = rnd_below(&s->rng, 100);
 	uint32_t r1 = rnd_below(&s->rng, 1u << 30), r2 = rnd_below(&s->rng, 1u << 30);
@@ -406,6 +407,14 @@ static uint32_t pick_len(struct stream *s)
 	hi = b >= 31 ? max : min_u32(max, 1u << b);
 	lo = hi / 2;
 	return lo + r2 % (hi - lo + 1);
+}
+
+/* a drawn size, raised to --min-size (tests that need whole segments) */
+static uint32_t pick_len(struct stream *s)
+{
+	uint32_t len = draw_len(s);
+
+	return len < P.min_size ? P.min_size : len;
 }
 
 /* ops per signaled completion and per forced notify, at least one */
@@ -2382,6 +2391,7 @@ static void usage(int rc)
 "  -D, --duration SEC     post ops for SEC seconds instead\n"
 "  -q, --qps N            QPs (2)\n"
 "  -s, --max-size BYTES   largest message (1048576); K/M suffixes\n"
+"      --min-size BYTES   smallest message (0; sizes drawn below it grow to it)\n"
 "  -S, --seed N           seed (random, printed)\n"
 "  -m, --mtu BYTES        path MTU (default: the ports' active MTU)\n"
 "  -o, --ops LIST         comma list of send,send_imm,write,write_imm,read,\n"
@@ -2465,7 +2475,7 @@ int main(int argc, char **argv)
 {
 	enum { O_INLINE = 256, O_TIMEOUT, O_RETRY, O_RNR, O_RNRT, O_RNRD, O_MODE, O_BUSY,
 	       O_STALL, O_MAXERR, O_LAX, O_GO, O_DIR, O_CORRUPT, O_START, O_STARTF,
-	       O_RATE, O_MAXSGE, O_RDATOM };
+	       O_RATE, O_MAXSGE, O_RDATOM, O_MINSIZE };
 	static const struct option lo[] = {
 		{ "dev", 1, 0, 'd' }, { "ib-port", 1, 0, 'i' }, { "gid-idx", 1, 0, 'g' },
 		{ "port", 1, 0, 'p' }, { "iters", 1, 0, 'n' }, { "duration", 1, 0, 'D' },
@@ -2480,6 +2490,7 @@ int main(int argc, char **argv)
 		{ "corrupt", 1, 0, O_CORRUPT }, { "start-at", 1, 0, O_START },
 		{ "start-file", 1, 0, O_STARTF }, { "rate", 1, 0, O_RATE },
 		{ "max-sge", 1, 0, O_MAXSGE }, { "rd-atomic", 1, 0, O_RDATOM },
+		{ "min-size", 1, 0, O_MINSIZE },
 		{ "verbose", 0, 0, 'v' }, { "help", 0, 0, 'h' },
 		{ 0 }
 	};
@@ -2520,6 +2531,7 @@ int main(int argc, char **argv)
 		case O_BUSY: O.busy = true; break;
 		case O_RATE: O.rate_bps = atof(optarg) * 1e6; break;
 		case O_MAXSGE: P.max_sge = atoi(optarg); break;
+		case O_MINSIZE: P.min_size = (uint32_t)parse_size(optarg); break;
 		case O_RDATOM: P.max_rd_atomic = atoi(optarg); break;
 		case O_STALL: O.stall_s = atof(optarg); break;
 		case O_MAXERR: O.max_errors = atoi(optarg); break;
@@ -2561,6 +2573,8 @@ int main(int argc, char **argv)
 			P.iters = 2000;
 		if (P.max_size > (1u << 30))
 			die("--max-size too large");
+		if (P.min_size > P.max_size)
+			die("--min-size above --max-size");
 		if (P.mode == MODE_BADRKEY && P.qps < 5)
 			P.qps = 5;
 		if ((P.mode == MODE_RNR || P.mode == MODE_RDLIMIT) && P.qps < 2)
