@@ -879,6 +879,27 @@ void mrc_pace_expire(struct mrc_pace *p, u32 now);
 #define MRC_PATH_LONE_EXPLORE	8	/* one lone packet in 8 is sprayed */
 
 /**
+ * enum mrc_path_why - why an entropy was given a fresh port.
+ * @MRC_PATH_WHY_STARVED: a balance window found it sending under half the
+ *	average (skips for delay kept it waiting).
+ * @MRC_PATH_WHY_EXPLORE: the most delayed one, redrawn after quiet windows.
+ * @MRC_PATH_WHY_LOSSY: a balance window found it an outlier for loss.
+ * @MRC_PATH_WHY_DEAD: losses in a row with nothing through it between.
+ * @MRC_PATH_WHY_SHED: its excess losses shed every turn.
+ * @MRC_PATH_WHY_CE: CE marks in its epoch, an outlier of the set.
+ * @MRC_PATH_WHY_REPLACED: the caller asked (mrc_path_replace()).
+ */
+enum mrc_path_why {
+	MRC_PATH_WHY_STARVED,
+	MRC_PATH_WHY_EXPLORE,
+	MRC_PATH_WHY_LOSSY,
+	MRC_PATH_WHY_DEAD,
+	MRC_PATH_WHY_SHED,
+	MRC_PATH_WHY_CE,
+	MRC_PATH_WHY_REPLACED,
+};
+
+/**
  * struct mrc_path_ent - one entropy (UDP source port) and its record.
  * @port: the UDP source port.
  * @skipping: not to be used before @skip_until.
@@ -939,6 +960,8 @@ struct mrc_path_ent {
  * @rtt_n: how many have one.
  * @switches: picks that passed over an entropy being skipped or shed.
  * @retired: entropies replaced with a fresh port.
+ * @retired_port: the port the last of them gave up.
+ * @retired_why: why (enum mrc_path_why).
  * @ce_echoes: CE-marked ACK triggers seen.
  * @delay_skips: entropies skipped for standing above the lowest RTT.
  * @rebalanced: entropies redrawn for sending under half the average, or
@@ -970,6 +993,8 @@ struct mrc_path {
 	u32 rtt_n;
 	u64 switches;
 	u64 retired;
+	u16 retired_port;
+	u8 retired_why;
 	u64 ce_echoes;
 	u64 delay_skips;
 	u64 rebalanced;

@@ -14,6 +14,7 @@
 #define _TRACE_METAROCE_H
 
 #include <linux/tracepoint.h>
+#include <metaroce/mrc_engine.h>
 
 /* why a PSN was declared lost */
 #define MRC_TRACE_LOSS_RACK	0
@@ -37,6 +38,26 @@
 	__print_symbolic(c, { MRC_TRACE_LOSS_RACK, "RACK" },		\
 			 { MRC_TRACE_LOSS_TLP, "TLP" },			\
 			 { MRC_TRACE_LOSS_RTO, "RTO" })
+
+/* why an entropy got a fresh port (enum mrc_path_why); NONE: no retire */
+#define MRC_TRACE_WHY_NONE	0xff
+TRACE_DEFINE_ENUM(MRC_PATH_WHY_STARVED);
+TRACE_DEFINE_ENUM(MRC_PATH_WHY_EXPLORE);
+TRACE_DEFINE_ENUM(MRC_PATH_WHY_LOSSY);
+TRACE_DEFINE_ENUM(MRC_PATH_WHY_DEAD);
+TRACE_DEFINE_ENUM(MRC_PATH_WHY_SHED);
+TRACE_DEFINE_ENUM(MRC_PATH_WHY_CE);
+TRACE_DEFINE_ENUM(MRC_PATH_WHY_REPLACED);
+
+#define show_mrc_path_why(w)						\
+	__print_symbolic(w, { MRC_PATH_WHY_STARVED, "starved" },	\
+			 { MRC_PATH_WHY_EXPLORE, "explore" },		\
+			 { MRC_PATH_WHY_LOSSY, "lossy" },		\
+			 { MRC_PATH_WHY_DEAD, "dead" },			\
+			 { MRC_PATH_WHY_SHED, "shed" },			\
+			 { MRC_PATH_WHY_CE, "ce" },			\
+			 { MRC_PATH_WHY_REPLACED, "replaced" },		\
+			 { MRC_TRACE_WHY_NONE, "-" })
 
 #define show_mrc_path(e)						\
 	__print_symbolic(e, { MRC_TRACE_PATH_SWITCH, "switch" },	\
@@ -217,22 +238,28 @@ TRACE_EVENT(mrc_wnd,
 		  __entry->limit, __entry->credit)
 );
 
-/* the path engine moved: @entropy is the port picked or judged */
+/*
+ * the path engine moved: @entropy is the port picked or judged, or the
+ * one given up (rebalance, retire), @why the reason for that
+ */
 TRACE_EVENT(mrc_path,
-	TP_PROTO(u32 qpn, u8 event, u16 entropy),
-	TP_ARGS(qpn, event, entropy),
+	TP_PROTO(u32 qpn, u8 event, u16 entropy, u8 why),
+	TP_ARGS(qpn, event, entropy, why),
 	TP_STRUCT__entry(
 		__field(u32, qpn)
 		__field(u16, entropy)
 		__field(u8, event)
+		__field(u8, why)
 	),
 	TP_fast_assign(
 		__entry->qpn = qpn;
 		__entry->entropy = entropy;
 		__entry->event = event;
+		__entry->why = why;
 	),
-	TP_printk("qpn=%u event=%s entropy=%u", __entry->qpn,
-		  show_mrc_path(__entry->event), __entry->entropy)
+	TP_printk("qpn=%u event=%s entropy=%u why=%s", __entry->qpn,
+		  show_mrc_path(__entry->event), __entry->entropy,
+		  show_mrc_path_why(__entry->why))
 );
 
 /* a QP state change (enum ib_qp_state) */

@@ -222,16 +222,19 @@ u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid, bool lone, u32 now)
 		port = mrc_path_pick(p, now, avoid);
 	if (p->switches != sw) {
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_SWITCHES);
-		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_SWITCH, port);
+		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_SWITCH, port,
+			       MRC_TRACE_WHY_NONE);
 	}
 	/* a balance window redraws for starvation or for loss */
 	if (p->rebalanced != rb) {
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_REBALANCED);
-		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_REBALANCE, port);
+		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_REBALANCE,
+			       p->retired_port, p->retired_why);
 	}
 	if (p->retired != rt) {
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
-		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE, port);
+		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE,
+			       p->retired_port, p->retired_why);
 	}
 	mrc_stat_inc(qp->mdev, MRC_ST_PATH_SLOT0 + p->last % MRC_PATH_SLOTS);
 	return port;

@@ -596,7 +596,8 @@ static void mrc_req_path_loss(struct mrc_qp *qp, u16 port, u32 now)
 	mrc_path_on_loss(&qp->path, port, now);
 	if (qp->path.retired != retired) {
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
-		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE, port);
+		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE, port,
+			       qp->path.retired_why);
 	}
 }
 
@@ -1015,12 +1016,13 @@ static void mrc_req_path_feedback(struct mrc_qp *qp, u16 port, bool ce,
 	mrc_path_on_ack(&qp->path, port, ce, rtt, now);
 	if (qp->path.retired != retired) {
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
-		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE, port);
+		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE, port,
+			       qp->path.retired_why);
 	}
 	if (qp->path.delay_skips != dskips) {
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_DELAY_SKIPS);
 		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_DELAY_SKIP,
-			       port);
+			       port, MRC_TRACE_WHY_NONE);
 	}
 }
 
@@ -1423,7 +1425,8 @@ enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
 		if (qp->path.n == 1 && qp->tx.timeouts >= 3 &&
 		    now - qp->tx.progress_ts >= MRC_FAILOVER_US) {
 			trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE,
-				       qp->path.ents[0].port);
+				       qp->path.ents[0].port,
+				       MRC_PATH_WHY_REPLACED);
 			mrc_path_replace(&qp->path, qp->path.ents[0].port);
 			mrc_stat_inc(mdev, MRC_ST_PATH_RETIRED);
 		}

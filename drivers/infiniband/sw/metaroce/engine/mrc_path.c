@@ -135,11 +135,14 @@ static struct mrc_path_ent *mrc_path_find(struct mrc_path *p, u16 port)
 	return NULL;
 }
 
-static void mrc_path_retire(struct mrc_path *p, struct mrc_path_ent *e)
+static void mrc_path_retire(struct mrc_path *p, struct mrc_path_ent *e,
+			    enum mrc_path_why why)
 {
 	if (e->rtt && p->rtt_n)
 		p->rtt_n--;
 	p->loss_sum -= e->losses;
+	p->retired_port = e->port;
+	p->retired_why = why;
 	mrc_path_ent_reset(e, mrc_path_fresh_port(p));
 	e->wfresh = true;	/* not judged on a partial balance window */
 	p->retired++;
@@ -246,6 +249,7 @@ mrc_path_lossy_redraw(struct mrc_path *p, u64 sum, u32 cnt)
 static void mrc_path_balance(struct mrc_path *p)
 {
 	struct mrc_path_ent *lo = NULL, *slow = NULL, *out = NULL, *bad = NULL;
+	enum mrc_path_why why = MRC_PATH_WHY_LOSSY;
 	u64 sum = 0;
 	u32 i, cnt = 0;
 
@@ -263,6 +267,7 @@ static void mrc_path_balance(struct mrc_path *p)
 	}
 	if (lo && cnt > 1 && (u64)lo->wsent * 2 * cnt < sum) {
 		out = lo;
+		why = MRC_PATH_WHY_STARVED;
 	} else {
 		if (cnt > 1)
 			bad = mrc_path_lossy_redraw(p, sum, cnt);
@@ -272,11 +277,13 @@ static void mrc_path_balance(struct mrc_path *p)
 		 * (a path that came back after a failure): now and then the
 		 * most delayed entropy is redrawn anyway, to look for them.
 		 */
-		if (!out && ++p->quiet_windows >= MRC_PATH_EXPLORE_WINDOWS)
+		if (!out && ++p->quiet_windows >= MRC_PATH_EXPLORE_WINDOWS) {
 			out = slow;
+			why = MRC_PATH_WHY_EXPLORE;
+		}
 	}
 	if (out) {
-		mrc_path_retire(p, out);
+		mrc_path_retire(p, out, why);
 		if (out != bad)
 			p->rebalanced++;
 		p->quiet_windows = 0;
@@ -460,7 +467,7 @@ void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 		if (!p->aware)
 			return;
 		if (++e->ce >= p->ce_retire && mrc_path_outlier(p, e, true)) {
-			mrc_path_retire(p, e);
+			mrc_path_retire(p, e, MRC_PATH_WHY_CE);
 			return;
 		}
 		mrc_path_skip(p, e, now, 0);
@@ -511,15 +518,18 @@ void mrc_path_on_loss(struct mrc_path *p, u16 port, u32 now)
 		return;
 	e->losses++;
 	p->loss_sum++;
+	/* Dead: losses in a row and nothing through it between. */
+	if (++e->run >= p->loss_retire && mrc_path_outlier(p, e, false)) {
+		mrc_path_retire(p, e, MRC_PATH_WHY_DEAD);
+		return;
+	}
 	/*
-	 * Dead: losses in a row and nothing through it between.  Shed on
-	 * every turn: it would never send again, so its record would never
-	 * fade.  Either way a fresh draw replaces it.
+	 * Shed on every turn: it would never send again, so its record
+	 * would never fade.  A fresh draw replaces it.
 	 */
-	if ((++e->run >= p->loss_retire && mrc_path_outlier(p, e, false)) ||
-	    (p->loss_shed && mrc_path_room(p) &&
-	     mrc_path_loss_excess(p, e) >= p->loss_shed * p->n)) {
-		mrc_path_retire(p, e);
+	if (p->loss_shed && mrc_path_room(p) &&
+	    mrc_path_loss_excess(p, e) >= p->loss_shed * p->n) {
+		mrc_path_retire(p, e, MRC_PATH_WHY_SHED);
 		return;
 	}
 	mrc_path_skip(p, e, now, 0);
@@ -554,7 +564,7 @@ void mrc_path_replace(struct mrc_path *p, u16 port)
 	struct mrc_path_ent *e = mrc_path_find(p, port);
 
 	if (e)
-		mrc_path_retire(p, e);
+		mrc_path_retire(p, e, MRC_PATH_WHY_REPLACED);
 }
 
 #ifdef MRC_ENGINE_KUNIT

@@ -249,6 +249,8 @@ static void mrc_path_loss_retires(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, p.loss_sum, MRC_PATH_LOSS_RETIRE - 1);
 	mrc_path_on_loss(&p, before[1], 0);
 	KUNIT_EXPECT_EQ(test, p.retired, 1u);
+	KUNIT_EXPECT_EQ(test, p.retired_port, before[1]);
+	KUNIT_EXPECT_EQ(test, p.retired_why, MRC_PATH_WHY_DEAD);
 	KUNIT_EXPECT_EQ(test, p.loss_sum, 0u);
 	KUNIT_EXPECT_NE(test, ents[1].port, before[1]);
 	KUNIT_EXPECT_FALSE(test, ents[1].skipping);
@@ -392,6 +394,8 @@ static void mrc_path_balance_redraws(struct kunit *test)
 		KUNIT_EXPECT_NE(test, mrc_path_pick(&p, 10, 0), starved);
 	KUNIT_EXPECT_EQ(test, p.rebalanced, 1u);
 	KUNIT_EXPECT_EQ(test, p.retired, 1u);
+	KUNIT_EXPECT_EQ(test, p.retired_port, starved);
+	KUNIT_EXPECT_EQ(test, p.retired_why, MRC_PATH_WHY_STARVED);
 	KUNIT_EXPECT_NE(test, ents[1].port, starved);
 	KUNIT_EXPECT_FALSE(test, ents[1].skipping);
 	KUNIT_EXPECT_TRUE(test, ents[1].wfresh);
@@ -416,6 +420,8 @@ static void mrc_path_balance_redraws(struct kunit *test)
 	for (k = 0; k < 4 * MRC_PATH_BALANCE_ROUNDS; k++)
 		mrc_path_pick(&p, 2000000, 0);
 	KUNIT_EXPECT_EQ(test, p.rebalanced, 2u);
+	KUNIT_EXPECT_EQ(test, p.retired_port, old[3]);
+	KUNIT_EXPECT_EQ(test, p.retired_why, MRC_PATH_WHY_EXPLORE);
 	KUNIT_EXPECT_NE(test, ents[3].port, old[3]);
 	for (i = 0; i < 3; i++)
 		KUNIT_EXPECT_EQ(test, ents[i].port, old[i]);
