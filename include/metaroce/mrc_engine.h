@@ -877,6 +877,7 @@ void mrc_pace_expire(struct mrc_pace *p, u32 now);
 #define MRC_PATH_BALANCE_ROUNDS	8	/* rounds per balance window */
 #define MRC_PATH_EXPLORE_WINDOWS 8	/* quiet windows before an exploring redraw */
 #define MRC_PATH_LONE_EXPLORE	8	/* one lone packet in 8 is sprayed */
+#define MRC_PATH_PROBATION_US	50000	/* a dead-looking one waits this long */
 
 /**
  * enum mrc_path_why - why an entropy was given a fresh port.
@@ -884,7 +885,8 @@ void mrc_pace_expire(struct mrc_pace *p, u32 now);
  *	average (skips for delay kept it waiting).
  * @MRC_PATH_WHY_EXPLORE: the most delayed one, redrawn after quiet windows.
  * @MRC_PATH_WHY_LOSSY: a balance window found it an outlier for loss.
- * @MRC_PATH_WHY_DEAD: losses in a row with nothing through it between.
+ * @MRC_PATH_WHY_DEAD: losses in a row with nothing through it between,
+ *	and no proof of life during its probation.
  * @MRC_PATH_WHY_SHED: its excess losses shed every turn.
  * @MRC_PATH_WHY_CE: CE marks in its epoch, an outlier of the set.
  * @MRC_PATH_WHY_REPLACED: the caller asked (mrc_path_replace()).
@@ -907,6 +909,8 @@ enum mrc_path_why {
  * @sent: packets sent in the current epoch.
  * @losses: losses charged in the current epoch (halved each epoch).
  * @run: losses charged since the last ACK triggered through it.
+ * @suspect: looks dead: skipped for its probation, then retired unless an
+ *	ACK through it or a spurious loss showed it alive meanwhile.
  * @ce: CE echoes in the current epoch (halved each epoch).
  * @wsent: packets sent in the current balance window.
  * @wfresh: (re)drawn during the current window, not judged at its end.
@@ -920,6 +924,7 @@ struct mrc_path_ent {
 	u32 sent;
 	u32 losses;
 	u32 run;
+	bool suspect;
 	u32 ce;
 	u32 wsent;
 	bool wfresh;

@@ -67,6 +67,8 @@ static void check_state(const struct mrc_path *p)
 		loss_sum += e->losses;
 		rtt_n += !!e->rtt;
 		FZ_CHECK(e->sent < p->epoch_pkts);
+		/* a suspect is skipped until its probation judges it */
+		FZ_CHECK(!e->suspect || e->skipping);
 		/*
 		 * A new skip lasts skip_us, or up to MRC_PATH_SKIP_MAX_US for
 		 * delay; op_pick() checks on the model clock that it ends.

@@ -168,6 +168,17 @@ static bool mrc_path_usable(const struct mrc_path *p,
 	return !p->aware || !mrc_path_skip_runs(p, e, now);
 }
 
+/*
+ * A suspect whose probation ended with no proof of life is retired; its
+ * slot comes back with a fresh port, usable at once.
+ */
+static void mrc_path_judge(struct mrc_path *p, struct mrc_path_ent *e,
+			   u32 now)
+{
+	if (e->suspect && !mrc_path_skip_runs(p, e, now))
+		mrc_path_retire(p, e, MRC_PATH_WHY_DEAD);
+}
+
 /* the next entry of the current round; a new round starts at random */
 static struct mrc_path_ent *mrc_path_step(struct mrc_path *p)
 {
@@ -226,7 +237,8 @@ mrc_path_lossy_redraw(struct mrc_path *p, u64 sum, u32 cnt)
 	for (i = 0; i < p->n; i++) {
 		struct mrc_path_ent *e = &p->ents[i];
 
-		if (e->wfresh || e->losses < MRC_PATH_LOSS_REDRAW ||
+		if (e->wfresh || e->suspect ||
+		    e->losses < MRC_PATH_LOSS_REDRAW ||
 		    (u64)e->wsent * cnt * 2 > sum * 3 ||
 		    !mrc_path_outlier(p, e, false))
 			continue;
@@ -256,7 +268,8 @@ static void mrc_path_balance(struct mrc_path *p)
 	for (i = 0; i < p->n; i++) {
 		struct mrc_path_ent *e = &p->ents[i];
 
-		if (e->wfresh)
+		/* a suspect sends nothing: its probation judges it */
+		if (e->wfresh || e->suspect)
 			continue;
 		sum += e->wsent;
 		cnt++;
@@ -368,6 +381,7 @@ u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid)
 		if (i && !p->round_left)
 			limit = i + p->n;
 		c = mrc_path_step(p);
+		mrc_path_judge(p, c, now);
 
 		if ((c->port == avoid && p->n > 1) ||
 		    !mrc_path_usable(p, c, now) || mrc_path_shed(p, c))
@@ -409,6 +423,7 @@ u16 mrc_path_pick_lone(struct mrc_path *p, u32 now)
 		for (i = 0; i < p->n; i++) {
 			struct mrc_path_ent *c = &p->ents[i];
 
+			mrc_path_judge(p, c, now);
 			/* not one with losses or marks of late */
 			if (c->rtt && !c->losses && !c->ce &&
 			    mrc_path_usable(p, c, now) &&
@@ -462,6 +477,10 @@ void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 	if (!e)
 		return;		/* retired since, or not ours */
 	e->run = 0;		/* something got through it */
+	if (e->suspect) {	/* alive after all: probation over */
+		e->suspect = false;
+		e->skipping = false;
+	}
 	if (ce) {
 		p->ce_echoes++;
 		if (!p->aware)
@@ -518,9 +537,18 @@ void mrc_path_on_loss(struct mrc_path *p, u16 port, u32 now)
 		return;
 	e->losses++;
 	p->loss_sum++;
-	/* Dead: losses in a row and nothing through it between. */
+	if (e->suspect)
+		return;		/* already skipped for its probation */
+	/*
+	 * Dead: losses in a row and nothing through it between.  A stall
+	 * that holds a path's packets looks the same until they arrive, so
+	 * it is skipped for a probation first and retired when that ends
+	 * with no ACK through it and no loss shown spurious
+	 * (mrc_path_judge()).  Skipped, it takes no more traffic meanwhile.
+	 */
 	if (++e->run >= p->loss_retire && mrc_path_outlier(p, e, false)) {
-		mrc_path_retire(p, e, MRC_PATH_WHY_DEAD);
+		e->suspect = true;
+		mrc_path_skip(p, e, now, MRC_PATH_PROBATION_US);
 		return;
 	}
 	/*
@@ -547,6 +575,10 @@ void mrc_path_on_loss_undo(struct mrc_path *p, u16 port)
 	if (!e || !p->aware)
 		return;
 	e->run = 0;		/* it did get through */
+	if (e->suspect) {
+		e->suspect = false;
+		e->skipping = false;
+	}
 	if (!e->losses)
 		return;
 	e->losses--;

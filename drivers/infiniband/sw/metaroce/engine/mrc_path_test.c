@@ -228,8 +228,9 @@ static void mrc_path_unaware_ignores(struct kunit *test)
 }
 
 /*
- * Losses in a row with nothing through the entropy between retire it (it
- * looks dead): it gets a fresh port, the others stay.
+ * Losses in a row with nothing through the entropy between make it look
+ * dead: it is skipped for its probation, then gets a fresh port; the
+ * others stay.
  */
 static void mrc_path_loss_retires(struct kunit *test)
 {
@@ -248,9 +249,23 @@ static void mrc_path_loss_retires(struct kunit *test)
 	}
 	KUNIT_EXPECT_EQ(test, p.loss_sum, MRC_PATH_LOSS_RETIRE - 1);
 	mrc_path_on_loss(&p, before[1], 0);
+	KUNIT_EXPECT_TRUE(test, ents[1].suspect);
+	/* more losses of packets sent before do not extend the probation */
+	mrc_path_on_loss(&p, before[1], 1000);
+	/* skipped throughout the probation, still the same port */
+	KUNIT_EXPECT_EQ(test, pt_count(&p, before[1], 40,
+				       MRC_PATH_PROBATION_US - 1), 0u);
+	KUNIT_EXPECT_EQ(test, p.retired, 0u);
+	KUNIT_EXPECT_EQ(test, ents[1].port, before[1]);
+	/*
+	 * its end with no proof of life retires it when a round reaches it
+	 * (a round visits every entry)
+	 */
+	pt_count(&p, 0, 4, MRC_PATH_PROBATION_US);
 	KUNIT_EXPECT_EQ(test, p.retired, 1u);
 	KUNIT_EXPECT_EQ(test, p.retired_port, before[1]);
 	KUNIT_EXPECT_EQ(test, p.retired_why, MRC_PATH_WHY_DEAD);
+	KUNIT_EXPECT_FALSE(test, ents[1].suspect);
 	KUNIT_EXPECT_EQ(test, p.loss_sum, 0u);
 	KUNIT_EXPECT_NE(test, ents[1].port, before[1]);
 	KUNIT_EXPECT_FALSE(test, ents[1].skipping);
@@ -264,7 +279,48 @@ static void mrc_path_loss_retires(struct kunit *test)
 	mrc_path_on_loss(&p, before[1], 0);
 	KUNIT_EXPECT_EQ(test, p.retired, 1u);
 	/* the fresh port is used at once */
-	KUNIT_EXPECT_EQ(test, pt_count(&p, ents[1].port, 40, 0), 10u);
+	KUNIT_EXPECT_EQ(test, pt_count(&p, ents[1].port, 40,
+				       MRC_PATH_PROBATION_US), 10u);
+}
+
+/*
+ * A stall that held one path's packets (a busy host, a queue that paused)
+ * looks dead until they arrive: a loss shown spurious during the
+ * probation, or an ACK through the entropy, keeps its port and ends the
+ * skip at once.
+ */
+static void mrc_path_stall_survives(struct kunit *test)
+{
+	struct mrc_path_ent ents[4];
+	struct mrc_path p;
+	u16 a, b;
+	u32 i;
+
+	mrc_path_init(&p, ents, 4, 5, true);
+	a = ents[0].port;
+	b = ents[2].port;
+	for (i = 0; i < MRC_PATH_LOSS_RETIRE; i++) {
+		mrc_path_on_loss(&p, a, 0);
+		mrc_path_on_loss(&p, b, 0);
+	}
+	KUNIT_EXPECT_TRUE(test, ents[0].suspect);
+	KUNIT_EXPECT_TRUE(test, ents[2].suspect);
+	/* a's held packet arrives: the charge is taken back */
+	mrc_path_on_loss_undo(&p, a);
+	KUNIT_EXPECT_FALSE(test, ents[0].suspect);
+	KUNIT_EXPECT_FALSE(test, ents[0].skipping);
+	/* an ACK comes back through b */
+	mrc_path_on_ack(&p, b, false, 0, 10);
+	KUNIT_EXPECT_FALSE(test, ents[2].suspect);
+	KUNIT_EXPECT_FALSE(test, ents[2].skipping);
+	/* long after the probation: both kept, both picked again */
+	KUNIT_EXPECT_EQ(test, pt_count(&p, a, 40,
+				       2 * MRC_PATH_PROBATION_US), 10u);
+	KUNIT_EXPECT_EQ(test, pt_count(&p, b, 40,
+				       2 * MRC_PATH_PROBATION_US), 10u);
+	KUNIT_EXPECT_EQ(test, p.retired, 0u);
+	KUNIT_EXPECT_EQ(test, ents[0].port, a);
+	KUNIT_EXPECT_EQ(test, ents[2].port, b);
 }
 
 /* isolated losses spread over epochs fade instead of retiring */
@@ -332,9 +388,11 @@ static void mrc_path_delay_skip(struct kunit *test)
 	KUNIT_EXPECT_GT(test, p.delay_skips, 0u);
 	KUNIT_EXPECT_TRUE(test, ents[3].skipping);
 	KUNIT_EXPECT_EQ(test, pt_count(&p, ents[3].port, 30, 10), 0u);
-	/* RTT bookkeeping survives a retire */
+	/* RTT bookkeeping survives a retire (after the probation) */
 	for (k = 0; k < MRC_PATH_LOSS_RETIRE; k++)
 		mrc_path_on_loss(&p, ents[3].port, 0);
+	pt_count(&p, 0, 4, MRC_PATH_PROBATION_US);
+	KUNIT_EXPECT_EQ(test, p.retired, 1u);
 	KUNIT_EXPECT_EQ(test, p.rtt_n, 3u);
 	KUNIT_EXPECT_EQ(test, ents[3].rtt, 0u);
 }
@@ -962,6 +1020,11 @@ static void mrc_path_even_losses_keep(struct kunit *test)
 		mrc_path_on_loss(&p, ents[2].port, 0);
 	KUNIT_EXPECT_EQ(test, p.retired, 0u);		/* 8 of 17 */
 	mrc_path_on_loss(&p, ents[2].port, 0);		/* 9 of 18 */
+	KUNIT_EXPECT_TRUE(test, ents[2].suspect);
+	for (i = 0; i < 4; i++)
+		if (i != 2)
+			KUNIT_EXPECT_FALSE(test, ents[i].suspect);
+	pt_count(&p, 0, 4, MRC_PATH_PROBATION_US);
 	KUNIT_EXPECT_EQ(test, p.retired, 1u);
 }
 
@@ -983,6 +1046,7 @@ static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_ce_skips_then_returns),
 	KUNIT_CASE(mrc_path_unaware_ignores),
 	KUNIT_CASE(mrc_path_loss_retires),
+	KUNIT_CASE(mrc_path_stall_survives),
 	KUNIT_CASE(mrc_path_isolated_losses_fade),
 	KUNIT_CASE(mrc_path_ce_retires),
 	KUNIT_CASE(mrc_path_delay_skip),
