@@ -282,12 +282,47 @@ mp_ping_report() {
 	t_diag "$1: ping rA -> rB per link, ms min/avg/max:$out"
 }
 
+# mp_retire_start / mp_retire_report WHAT: the QP's retired entropies
+# (tracepoint metaroce:mrc_path, in a tracefs instance of its own) per
+# link and reason, so that an uneven share shows which rule took a
+# link's ports away.
+MP_TR=/sys/kernel/tracing
+MP_TRI=$MP_TR/instances/mrc40
+mp_retire_start() {
+	[ -d "$MP_TR/events" ] || mount -t tracefs nodev "$MP_TR" 2>/dev/null
+	rmdir "$MP_TRI" 2>/dev/null
+	mkdir "$MP_TRI" 2>/dev/null || return 0
+	echo 'event == 2' >"$MP_TRI/events/metaroce/mrc_path/filter"
+	echo 1 >"$MP_TRI/events/metaroce/mrc_path/enable"
+}
+mp_retire_report() {
+	local ports=() whys=() links l i out=''
+	[ -d "$MP_TRI" ] || return 0
+	echo 0 >"$MP_TRI/tracing_on"
+	while read -r l; do
+		[[ $l =~ entropy=([0-9]+)\ why=([a-z]+) ]] || continue
+		ports+=("${BASH_REMATCH[1]}") whys+=("${BASH_REMATCH[2]}")
+	done <"$MP_TRI/trace"
+	rmdir "$MP_TRI" 2>/dev/null
+	[ "${#ports[@]}" -gt 0 ] || { t_diag "$1: no entropy retired"; return 0; }
+	declare -A cnt=()
+	mapfile -t links < <(ecmp_port_links "$DPORT" "${ports[@]}")
+	for i in "${!ports[@]}"; do
+		l="l${links[i]:-?} ${whys[i]}"
+		cnt[$l]=$((${cnt[$l]:-0} + 1))
+	done
+	for l in $(printf '%s\n' "${!cnt[@]}" | sort | tr ' ' :); do out+=" ${l/:/ } ${cnt[${l/:/ }]},"; done
+	t_diag "$1: entropies retired per link and reason:${out%,}"
+}
+
 case_1b() {
 	local uneven_ports=0 uneven='' used=0 empty=0 i s e gp
 	# shares from 3 s in (a no-op "event" at 2 s, then the settle time):
 	# from a draw of 8 4 4 0 ports one run had l4 at 17.2 % over all 14 s
+	mp_retire_start
 	mp_run /tmp/mp 17 2 mp_ping_start
 	mp_report "1b. clean fabric (shares from 3 s in)"
+	mp_retire_report "1b"
 	mp_ping_report "1b"
 	[ "$MP_MEAS" = 1 ] || return 0
 	for ((i = 1; i <= NL; i++)); do
