@@ -147,6 +147,8 @@
 #                              default 0.2,20: ~1 % loss in bursts of ~5)
 #   METAROCE_BENCH_QUEUE_PKTS  queue size, see above
 #   METAROCE_BENCH_LAT_PIN=0   latency tools not pinned to CPUs
+#   METAROCE_BENCH_LAT_N       iterations of each latency run (default 2000,
+#                              quick 500; lat, ops and perf)
 #   METAROCE_BENCH_LAT_REPS    runs per latency tool and provider (lat:
 #                              default 5, quick 1); _OPS_LAT_REPS for the
 #                              ops scenario's latency tools (default: as
@@ -228,6 +230,7 @@ else
 	OPS_LOSS=${METAROCE_BENCH_OPS_LOSS-0.1,1,5,10}
 fi
 LAT_REPS=${METAROCE_BENCH_LAT_REPS:-$LAT_REPS}
+LAT_N=${METAROCE_BENCH_LAT_N:-$LAT_N}
 OPS_LAT_REPS=${METAROCE_BENCH_OPS_LAT_REPS:-$LAT_REPS}
 OPS_CONFIGS=${METAROCE_BENCH_OPS_CONFIGS:-9000:100}
 OPS_LOSS_BOTH=${METAROCE_BENCH_OPS_LOSS_BOTH-$OPS_LOSS}
