@@ -234,6 +234,8 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 			break;
 		}
 		check_state(&p);
+		/* one retirement a call: the driver counts and traces each */
+		FZ_CHECK(p.retired - retired <= 1);
 		/* redrawn ports are distinct too (quadratic: only then) */
 		if (p.retired != retired)
 			FZ_CHECK(distinct(&p));

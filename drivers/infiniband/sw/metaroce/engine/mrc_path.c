@@ -256,9 +256,12 @@ mrc_path_lossy_redraw(struct mrc_path *p, u64 sum, u32 cnt)
  * (a quarter of the fresh draws land on the same link again, so a lossy
  * link drains over a few windows while the sender has room to spare).
  * Once the set's ports are spread evenly over the links and none stands
- * out for loss, only the rare exploring redraw remains.
+ * out for loss, only the rare exploring redraw remains.  @spent: the pick
+ * that ends the window retired a suspect, which stands for the window's
+ * redraw (a pick retires at most one entropy, so each is counted and
+ * traced).
  */
-static void mrc_path_balance(struct mrc_path *p)
+static void mrc_path_balance(struct mrc_path *p, bool spent)
 {
 	struct mrc_path_ent *lo = NULL, *slow = NULL, *out = NULL, *bad = NULL;
 	enum mrc_path_why why = MRC_PATH_WHY_LOSSY;
@@ -294,6 +297,11 @@ static void mrc_path_balance(struct mrc_path *p)
 			out = slow;
 			why = MRC_PATH_WHY_EXPLORE;
 		}
+	}
+	/* the pick that ends the window retired a suspect: that was its one */
+	if (spent) {
+		out = NULL;
+		p->quiet_windows = 0;
 	}
 	if (out) {
 		mrc_path_retire(p, out, why);
@@ -368,6 +376,7 @@ static bool mrc_path_shed(struct mrc_path *p, const struct mrc_path_ent *e)
 u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid)
 {
 	u32 cursor = p->cursor, round_left = p->round_left, rng = p->rng;
+	u64 retired = p->retired;
 	struct mrc_path_ent *e = NULL;
 	u32 i, limit = p->n;
 
@@ -405,7 +414,7 @@ u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid)
 	e->wsent++;
 	if (p->balance_rounds && p->n > 1 &&
 	    ++p->wpicks >= p->n * p->balance_rounds)
-		mrc_path_balance(p);
+		mrc_path_balance(p, p->retired != retired);
 	return e->port;
 }
 
@@ -423,8 +432,7 @@ u16 mrc_path_pick_lone(struct mrc_path *p, u32 now)
 		for (i = 0; i < p->n; i++) {
 			struct mrc_path_ent *c = &p->ents[i];
 
-			mrc_path_judge(p, c, now);
-			/* not one with losses or marks of late */
+			/* not one with losses (a suspect has) or marks */
 			if (c->rtt && !c->losses && !c->ce &&
 			    mrc_path_usable(p, c, now) &&
 			    (!e || c->rtt < e->rtt))
@@ -433,7 +441,8 @@ u16 mrc_path_pick_lone(struct mrc_path *p, u32 now)
 	}
 	if (!e) {
 		e = &p->ents[p->last];
-		if (!mrc_path_usable(p, e, now))
+		/* a suspect's probation is judged by the rounds */
+		if (e->suspect || !mrc_path_usable(p, e, now))
 			return mrc_path_pick(p, now, 0);
 	}
 	mrc_path_count(p, e, now);

@@ -909,7 +909,7 @@ static void pt_window(struct mrc_path *p, u32 first, u32 rest, bool dry)
 		p->ents[i].wsent = i ? rest : first;
 	if (dry)
 		mrc_path_note_dry(p);
-	mrc_path_balance(p);
+	mrc_path_balance(p, false);
 }
 
 /*
