@@ -856,6 +856,7 @@ void mrc_queue_pkt(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
 void mrc_queue_ack(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
 void mrc_flush_txq(struct mrc_qp *qp);
 u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid, bool lone, u32 now);
+void mrc_note_path_retired(struct mrc_qp *qp, u64 retired);
 
 /* mrc_ud.c: address handles, UD and GSI data path */
 int mrc_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,

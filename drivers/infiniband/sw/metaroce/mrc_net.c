@@ -200,6 +200,21 @@ void mrc_net_exit(void)
 }
 
 /**
+ * mrc_note_path_retired() - count and trace an entropy the path engine
+ * retired since @retired (one a call at most), with its port and reason.
+ * @qp: the QP, its lock held.
+ * @retired: qp->path.retired before the engine call.
+ */
+void mrc_note_path_retired(struct mrc_qp *qp, u64 retired)
+{
+	if (qp->path.retired == retired)
+		return;
+	mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
+	trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE,
+		       qp->path.retired_port, qp->path.retired_why);
+}
+
+/**
  * mrc_pick_entropy() - UDP source port for the next packet.
  * @qp: the QP (locked).
  * @avoid: a port not to use (the one a lost packet went out on), or 0.
@@ -231,11 +246,7 @@ u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid, bool lone, u32 now)
 		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_REBALANCE,
 			       p->retired_port, p->retired_why);
 	}
-	if (p->retired != rt) {
-		mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
-		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE,
-			       p->retired_port, p->retired_why);
-	}
+	mrc_note_path_retired(qp, rt);
 	mrc_stat_inc(qp->mdev, MRC_ST_PATH_SLOT0 + p->last % MRC_PATH_SLOTS);
 	return port;
 }

@@ -594,11 +594,7 @@ static void mrc_req_path_loss(struct mrc_qp *qp, u16 port, u32 now)
 	u64 retired = qp->path.retired;
 
 	mrc_path_on_loss(&qp->path, port, now);
-	if (qp->path.retired != retired) {
-		mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
-		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE, port,
-			       qp->path.retired_why);
-	}
+	mrc_note_path_retired(qp, retired);
 }
 
 /* take back path charges of losses that proved spurious (locked) */
@@ -1014,11 +1010,7 @@ static void mrc_req_path_feedback(struct mrc_qp *qp, u16 port, bool ce,
 	u64 retired = qp->path.retired, dskips = qp->path.delay_skips;
 
 	mrc_path_on_ack(&qp->path, port, ce, rtt, now);
-	if (qp->path.retired != retired) {
-		mrc_stat_inc(qp->mdev, MRC_ST_PATH_RETIRED);
-		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE, port,
-			       qp->path.retired_why);
-	}
+	mrc_note_path_retired(qp, retired);
 	if (qp->path.delay_skips != dskips) {
 		mrc_stat_inc(qp->mdev, MRC_ST_PATH_DELAY_SKIPS);
 		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_DELAY_SKIP,
@@ -1424,11 +1416,10 @@ enum hrtimer_restart mrc_tx_timer_fn(struct hrtimer *t)
 		 */
 		if (qp->path.n == 1 && qp->tx.timeouts >= 3 &&
 		    now - qp->tx.progress_ts >= MRC_FAILOVER_US) {
-			trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_RETIRE,
-				       qp->path.ents[0].port,
-				       MRC_PATH_WHY_REPLACED);
+			u64 retired = qp->path.retired;
+
 			mrc_path_replace(&qp->path, qp->path.ents[0].port);
-			mrc_stat_inc(mdev, MRC_ST_PATH_RETIRED);
+			mrc_note_path_retired(qp, retired);
 		}
 		if (mrc_cc_enable) {
 			mrc_cc_on_rto(&qp->cc, now);

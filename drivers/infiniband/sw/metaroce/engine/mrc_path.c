@@ -179,6 +179,16 @@ static void mrc_path_judge(struct mrc_path *p, struct mrc_path_ent *e,
 		mrc_path_retire(p, e, MRC_PATH_WHY_DEAD);
 }
 
+/* something got through @e: its run of losses ends, and a probation */
+static void mrc_path_alive(struct mrc_path_ent *e)
+{
+	e->run = 0;
+	if (e->suspect) {
+		e->suspect = false;
+		e->skipping = false;
+	}
+}
+
 /* the next entry of the current round; a new round starts at random */
 static struct mrc_path_ent *mrc_path_step(struct mrc_path *p)
 {
@@ -485,11 +495,7 @@ void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 
 	if (!e)
 		return;		/* retired since, or not ours */
-	e->run = 0;		/* something got through it */
-	if (e->suspect) {	/* alive after all: probation over */
-		e->suspect = false;
-		e->skipping = false;
-	}
+	mrc_path_alive(e);
 	if (ce) {
 		p->ce_echoes++;
 		if (!p->aware)
@@ -583,11 +589,7 @@ void mrc_path_on_loss_undo(struct mrc_path *p, u16 port)
 
 	if (!e || !p->aware)
 		return;
-	e->run = 0;		/* it did get through */
-	if (e->suspect) {
-		e->suspect = false;
-		e->skipping = false;
-	}
+	mrc_path_alive(e);	/* it did get through */
 	if (!e->losses)
 		return;
 	e->losses--;
