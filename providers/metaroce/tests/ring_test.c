@@ -2,7 +2,8 @@
 /*
  * Unit check of the metaroce provider data path without a device: the
  * provider source is included, rings live in ordinary memory, and the send
- * doorbell is intercepted with -Wl,--wrap=ibv_cmd_post_send.
+ * doorbell is intercepted with -Wl,--wrap=write (the provider's only write:
+ * the doorbell), which checks the command the kernel would get.
  * scripts/build-rdma-core builds and runs it after every build.
  */
 #include "../metaroce.c"
@@ -12,14 +13,30 @@
 
 static int doorbells;
 
-int __wrap_ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-			     struct ibv_send_wr **bad_wr);
-int __wrap_ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-			     struct ibv_send_wr **bad_wr)
+ssize_t __wrap_write(int fd, const void *buf, size_t count);
+ssize_t __wrap_write(int fd, const void *buf, size_t count)
 {
-	assert(wr == NULL);
+	const struct ibv_post_send *cmd = buf;
+
+	/* an empty POST_SEND, sized as its header says, with a response */
+	assert(fd == -1 && count == sizeof(*cmd));
+	assert(cmd->hdr.command == IB_USER_VERBS_CMD_POST_SEND);
+	assert(cmd->hdr.in_words * 4 == count);
+	assert(cmd->hdr.out_words * 4 == sizeof(struct ib_uverbs_post_send_resp));
+	assert(cmd->response && cmd->qp_handle == 0x5a5a);
+	assert(cmd->wr_count == 0 && cmd->sge_count == 0);
+	assert(cmd->wqe_size == sizeof(struct ib_uverbs_send_wr));
 	doorbells++;
-	return 0;
+	return count;
+}
+
+/* the QP's command fd and handle, as the doorbell check expects them */
+static struct ibv_context fake_ctx = { .cmd_fd = -1 };
+
+static void fake_qp(struct ibv_qp *ibqp)
+{
+	ibqp->context = &fake_ctx;
+	ibqp->handle = 0x5a5a;
 }
 
 static void fake_ring(struct metaroce_queue *q, uint32_t depth,
@@ -104,6 +121,7 @@ static void test_post_send(void)
 	uint32_t start = 0xfffffffe;
 	int i;
 
+	fake_qp(ibqp);
 	ibqp->qp_type = IBV_QPT_RC;
 	ibqp->state = IBV_QPS_RTS;
 	fake_ring(q, 4, 128, start);
@@ -305,6 +323,7 @@ static void test_wr_api(void)
 
 	for (i = 0; i < (int)sizeof(data); i++)
 		data[i] = 0x40 + i;
+	fake_qp(&x->qp_base);
 	x->qp_base.qp_type = IBV_QPT_RC;
 	x->qp_base.state = IBV_QPS_RTS;
 	fake_ring(q, 4, 128, start);
