@@ -272,6 +272,9 @@ struct mrc_pkt {
  * @MRC_DROP_NO_RESOURCE: a resource ran out (response queue).
  * @MRC_DROP_BAD_DUP: a duplicate READ_REQ that asks for other than what
  *	the same PSNs asked for when they first arrived.
+ * @MRC_DROP_STALE_READ: a duplicate READ_REQ whose region has lost its
+ *	remote read access since the READ was first served: a stale
+ *	re-request that the requester's later work overtook.
  * @MRC_DROP_NR: number of reasons.
  */
 enum mrc_drop {
@@ -292,6 +295,7 @@ enum mrc_drop {
 	MRC_DROP_BAD_ACK,	/* ACK for PSNs never sent */
 	MRC_DROP_NO_RESOURCE,	/* resource exhausted (response queue) */
 	MRC_DROP_BAD_DUP,	/* duplicate READ_REQ unlike the original */
+	MRC_DROP_STALE_READ,	/* duplicate READ_REQ of a region gone since */
 	MRC_DROP_NR
 };
 

@@ -61,6 +61,7 @@ static const char *const mrc_drop_name[MRC_DROP_NR] = {
 	[MRC_DROP_BAD_ACK] = "bad_ack",
 	[MRC_DROP_NO_RESOURCE] = "no_resource",
 	[MRC_DROP_BAD_DUP] = "bad_duplicate",
+	[MRC_DROP_STALE_READ] = "stale_read",
 };
 
 static inline void die(const char *fmt, ...)

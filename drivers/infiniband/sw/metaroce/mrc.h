@@ -496,6 +496,7 @@ struct mrc_rd {
 	bool executing;
 	bool res_take;			/* starts a new READ/atomic message */
 	bool res_give;			/* ends one: its resource is free after */
+	bool dup;			/* a duplicate READ, served again */
 	u64 va;
 	u32 rkey;
 	u32 len;

@@ -841,6 +841,7 @@ static bool mrc_rd_queue(struct mrc_qp *qp, const struct mrc_pkt *p, u32 n,
 	e->shift = p->pmtu_shift;
 	e->res_take = fresh && mrc_rd_takes(p);
 	e->res_give = fresh && mrc_rd_gives(p);
+	e->dup = !fresh;
 	e->entropy = qp->last_entropy;
 	if (p->opcode == MRC_OP_READ_REQ) {
 		e->va = p->req.va;
@@ -927,6 +928,18 @@ static bool mrc_rd_fits(const struct mrc_qp *qp, const struct mrc_rd *e)
 }
 
 /*
+ * A duplicate READ whose region went (invalidated, deregistered, keyed
+ * anew) after the READ was first served: a stale re-request that the
+ * requester's later work overtook on another path.  Discarded and
+ * counted; a NAK would fail a connection that lost nothing (MRC-MSG-40).
+ */
+static void mrc_resp_read_stale(struct mrc_qp *qp, struct mrc_rd *e)
+{
+	mrc_count_drop(qp->mdev, MRC_DROP_STALE_READ);
+	mrc_rd_free(qp, e);
+}
+
+/*
  * Start every queued READ/atomic whose PSNs and all before them arrived,
  * lowest PSN first.  Return: true if the QP must go to the error state.
  */
@@ -996,6 +1009,10 @@ static bool mrc_rd_schedule(struct mrc_qp *qp)
 		continue;
 
 access_err:
+		if (e->op == MRC_OP_READ_REQ && e->dup) {
+			mrc_resp_read_stale(qp, e);
+			continue;
+		}
 		mrc_send_ack(qp, MRC_SYN_REM_ACCESS, e->psn);
 		mrc_rd_free(qp, e);
 		mrc_qp_set_state(qp, IB_QPS_ERR);
@@ -1185,13 +1202,18 @@ bool mrc_resp_emit(struct mrc_qp *qp, u32 *budget, u32 now)
 
 			if (err == -ENOMEM)
 				return false;
+			if (err && e->dup) {
+				mrc_resp_read_stale(qp, e);
+				e = NULL;
+				break;
+			}
 			if (err) {
 				mrc_resp_read_fail(qp, e);
 				return true;
 			}
 			(*budget)--;
 		} while (*budget && e->done < e->len);
-		if (e->done >= e->len)
+		if (e && e->done >= e->len)
 			mrc_rd_done(qp, e);
 	}
 	/* out of budget; a pending Invalid Request NAK goes in the next run */

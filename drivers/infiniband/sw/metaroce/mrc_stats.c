@@ -84,6 +84,7 @@ static const struct rdma_stat_desc mrc_stat_desc[MRC_ST_NR] = {
 	[MRC_ST_DROP_BASE + MRC_DROP_BAD_ACK - 1].name = "drop_bad_ack",
 	[MRC_ST_DROP_BASE + MRC_DROP_NO_RESOURCE - 1].name = "drop_no_resource",
 	[MRC_ST_DROP_BASE + MRC_DROP_BAD_DUP - 1].name = "drop_bad_duplicate",
+	[MRC_ST_DROP_BASE + MRC_DROP_STALE_READ - 1].name = "drop_stale_read",
 };
 
 struct rdma_hw_stats *mrc_alloc_hw_port_stats(struct ib_device *ibdev,
