@@ -186,20 +186,14 @@ else
 fi
 read -r na1 </sys/class/infiniband/mrcA/ports/1/hw_counters/naks_sent
 read -r nb1 </sys/class/infiniband/mrcB/ports/1/hw_counters/naks_sent
+# a READ resend that arrives after the SEND_WITH_INV or LOCAL_INV that
+# ended its READ is dropped (MRC-MSG-40), never NAKed: with the NAK the
+# client's QP failed and xprtrdma reconnected in 7 of 19 runs
+t_diag "stale READ resends discarded: mrcA $(cat /sys/class/infiniband/mrcA/ports/1/hw_counters/drop_stale_read), mrcB $(cat /sys/class/infiniband/mrcB/ports/1/hw_counters/drop_stale_read)"
 desc="each mount connected once, $OPS RPCs sent once each, no RPC timeout"
 got="connects $CONNS (want 2), RPCs $OPS, transmissions $NTRANS, timeouts $TMO, fatal NAKs sent: mrcA $((na1 - na0)), mrcB $((nb1 - nb0))"
 if [ "$CONNS" -eq 2 ] && [ "$OPS" -gt 0 ] && [ "$NTRANS" -eq "$OPS" ] && [ "$TMO" -eq 0 ]; then
 	t_ok "$desc"
-elif [ "$CONNS" -gt 2 ] && [ "$TMO" -eq 0 ] && [ $((nb1 - nb0)) -eq 0 ] &&
-	[ $((na1 - na0)) -ge $((CONNS - 2)) ]; then
-	# Known driver bug: the client's metaroce responder (mrcA) fails
-	# its QP on a stale re-request of an RDMA READ (the server's
-	# requester asked again for responses that were only reordered,
-	# the request arrived after the SEND_WITH_INV or LOCAL_INV that
-	# ended the READ: mrc_rd_schedule(), REM_ACCESS NAK, error state);
-	# xprtrdma reconnects and sends the RPCs in flight again.  Any
-	# other reconnect, retransmission or timeout fails.
-	t_todo "$desc" "stale READ re-request after an invalidation fails the responder's QP (mrc_rd_schedule)" "$got"
 else
 	t_fail "$desc" "$got"
 fi
