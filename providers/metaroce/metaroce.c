@@ -979,22 +979,32 @@ static int write_send_wqe(struct metaroce_qp *qp, struct metaroce_send_wqe *wqe,
  * requests, written to the command fd.  ibv_cmd_post_send() would take
  * the ioctl path (INVOKE_WRITE) where the kernel has it: 1,250 guest
  * instructions more per doorbell (5 % of a lone READ's round trip, counted
- * in the test bed), for nothing this empty command needs.
+ * in the test bed), for nothing this empty command needs.  The kernel
+ * refuses write() (EACCES) once the process's credentials differ from
+ * the opener's (setuid after open); then the ioctl path, from then on.
  */
 static int metaroce_ring_doorbell(struct ibv_qp *ibqp)
 {
+	struct metaroce_context *ctx = to_mctx(ibqp->context);
 	struct ib_uverbs_post_send_resp resp;
 	struct ibv_post_send cmd = {};
+	struct ibv_send_wr *bad;
 
-	cmd.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
-	cmd.hdr.in_words = sizeof(cmd) / 4;
-	cmd.hdr.out_words = sizeof(resp) / 4;
-	cmd.response = (uintptr_t)&resp;
-	cmd.qp_handle = ibqp->handle;
-	cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
-	if (write(ibqp->context->cmd_fd, &cmd, sizeof(cmd)) != sizeof(cmd))
-		return errno;
-	return 0;
+	if (!ctx->db_ioctl) {
+		cmd.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+		cmd.hdr.in_words = sizeof(cmd) / 4;
+		cmd.hdr.out_words = sizeof(resp) / 4;
+		cmd.response = (uintptr_t)&resp;
+		cmd.qp_handle = ibqp->handle;
+		cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
+		if (write(ibqp->context->cmd_fd, &cmd, sizeof(cmd)) ==
+		    sizeof(cmd))
+			return 0;
+		if (errno != EACCES)
+			return errno;
+		ctx->db_ioctl = true;
+	}
+	return ibv_cmd_post_send(ibqp, NULL, &bad);
 }
 
 static int metaroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,

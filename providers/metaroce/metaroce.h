@@ -44,6 +44,7 @@ struct metaroce_device {
 struct metaroce_context {
 	struct verbs_context ibv_ctx;
 	uint32_t caps;			/* METAROCE_CAP_* the kernel granted */
+	bool db_ioctl;			/* write() refused: doorbell by ioctl */
 };
 
 struct metaroce_pd {

@@ -2,8 +2,9 @@
 /*
  * Unit check of the metaroce provider data path without a device: the
  * provider source is included, rings live in ordinary memory, and the send
- * doorbell is intercepted with -Wl,--wrap=write (the provider's only write:
- * the doorbell), which checks the command the kernel would get.
+ * doorbell is intercepted: -Wl,--wrap=write (the provider's only write: the
+ * doorbell) checks the command the kernel would get, and
+ * -Wl,--wrap=ibv_cmd_post_send takes the ioctl fallback.
  * scripts/build-rdma-core builds and runs it after every build.
  */
 #include "../metaroce.c"
@@ -11,7 +12,7 @@
 #undef NDEBUG
 #include <assert.h>
 
-static int doorbells;
+static int doorbells, refusals, ioctl_doorbells;
 
 ssize_t __wrap_write(int fd, const void *buf, size_t count);
 ssize_t __wrap_write(int fd, const void *buf, size_t count)
@@ -27,15 +28,30 @@ ssize_t __wrap_write(int fd, const void *buf, size_t count)
 	assert(cmd->wr_count == 0 && cmd->sge_count == 0);
 	assert(cmd->wqe_size == sizeof(struct ib_uverbs_send_wr));
 	doorbells++;
+	if (refusals) {
+		refusals--;
+		errno = EACCES;		/* as after a setuid */
+		return -1;
+	}
 	return count;
 }
 
+int __wrap_ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			     struct ibv_send_wr **bad_wr);
+int __wrap_ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			     struct ibv_send_wr **bad_wr)
+{
+	assert(wr == NULL && ibqp->handle == 0x5a5a);
+	ioctl_doorbells++;
+	return 0;
+}
+
 /* the QP's command fd and handle, as the doorbell check expects them */
-static struct ibv_context fake_ctx = { .cmd_fd = -1 };
+static struct metaroce_context fake_mctx = { .ibv_ctx.context.cmd_fd = -1 };
 
 static void fake_qp(struct ibv_qp *ibqp)
 {
-	ibqp->context = &fake_ctx;
+	ibqp->context = &fake_mctx.ibv_ctx.context;
 	ibqp->handle = 0x5a5a;
 }
 
@@ -562,6 +578,31 @@ static void test_cq_ex(void)
 	free(q->map);
 }
 
+/* write() refused after a credential change: the ioctl path from then on */
+static void test_doorbell_fallback(void)
+{
+	struct metaroce_qp qp = {};
+	struct ibv_qp *ibqp = &qp.vqp.qp;
+	struct metaroce_queue *q = &qp.sq;
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND }, *bad;
+	int db = doorbells;
+
+	fake_qp(ibqp);
+	ibqp->qp_type = IBV_QPT_RC;
+	ibqp->state = IBV_QPS_RTS;
+	fake_ring(q, 4, 128, 0);
+	q->max_sge = 2;
+	q->max_inline = q->stride - sizeof(struct metaroce_send_wqe);
+	refusals = 1;
+	assert(metaroce_post_send(ibqp, &wr, &bad) == 0);
+	assert(doorbells == db + 1 && ioctl_doorbells == 1);
+	assert(fake_mctx.db_ioctl && q->hdr->prod == 1);
+	assert(metaroce_post_send(ibqp, &wr, &bad) == 0);
+	assert(doorbells == db + 1 && ioctl_doorbells == 2);
+	fake_mctx.db_ioctl = false;
+	free(q->map);
+}
+
 int main(void)
 {
 	test_poll_cq();
@@ -570,6 +611,7 @@ int main(void)
 	test_wr_api();
 	test_create_flags();
 	test_cq_ex();
+	test_doorbell_fallback();
 	printf("metaroce ring_test: ok\n");
 	return 0;
 }
