@@ -22,6 +22,7 @@
 #   netem_stat NS DEV dropped|sent  packets counted by the root qdisc
 #   rc_dmesg_mark / rc_dmesg_bad    kernel messages since the mark that
 #                            look like BUG/WARNING/Oops (printed, status 0)
+#   rc_dmesg_new             every kernel message since the mark
 #   rc_ecmp_setup [topo_ecmp options]
 #                            topo_ecmp + management link + metaroce devices
 #                            $RC_DEV_A / $RC_DEV_B; sets GID_A, GID_B
@@ -160,8 +161,12 @@ RC_DMESG_MARK=0
 rc_dmesg_mark() {
 	RC_DMESG_MARK=$(dmesg | wc -l)
 }
+# the kernel log since rc_dmesg_mark
+rc_dmesg_new() {
+	dmesg | tail -n +$((RC_DMESG_MARK + 1))
+}
 rc_dmesg_bad() {
-	dmesg | tail -n +$((RC_DMESG_MARK + 1)) | dmesg_drop_known |
+	rc_dmesg_new | dmesg_drop_known |
 		grep -E -A12 'BUG|WARNING|Oops|refcount_t|general protection|hung task|soft lockup|RCU stall|list_(add|del) corruption' |
 		head -n 60
 }

@@ -69,7 +69,7 @@ link_shape "$TOPO_SW" "$RXE_PORT_B" loss "$LOSS" || fail "netem B"
 modprobe -a nfsd nfsv4 rpcrdma || fail "modprobe nfsd nfsv4 rpcrdma"
 
 # --- server: nfsd, v4 only, on tmpfs; mountd answers the export upcalls ----
-dmesg_mark=$(dmesg | wc -l)
+rc_dmesg_mark
 if ! mountpoint -q /proc/fs/nfsd; then
 	mount -t nfsd nfsd /proc/fs/nfsd || fail "mount nfsd fs"
 	nfsd_fs=1
@@ -197,7 +197,7 @@ if [ "$CONNS" -eq 2 ] && [ "$OPS" -gt 0 ] && [ "$NTRANS" -eq "$OPS" ] && [ "$TMO
 else
 	t_fail "$desc" "$got"
 fi
-errs=$(dmesg | tail -n +$((dmesg_mark + 1)) |
+errs=$(rc_dmesg_new |
 	grep -a -i "rpcrdma\|svcrdma\|rpc-rdma\|nfs.*\(error\|fail\|reconnect\|timeout\|timed out\)\|not responding\|WARNING\|BUG")
 if [ -z "$errs" ]; then
 	t_ok "no rpcrdma/svcrdma or nfs error, reconnect, timeout or \"not responding\", no kernel warning"

@@ -55,7 +55,7 @@ echo "$RXE_B_IP" >"$CFG/ports/1/addr_traddr"
 echo 4420 >"$CFG/ports/1/addr_trsvcid"
 ln -s "$CFG/subsystems/$NQN" "$CFG/ports/1/subsystems/$NQN" || fail "port enable"
 t_ok "nvmet-rdma target on $RXE_B_IP:4420 over mrcB, 1 % loss each way on the switch"
-dmesg_mark=$(dmesg | wc -l)
+rc_dmesg_mark
 b0=$(($(cat /sys/class/infiniband/mrcA/ports/1/hw_counters/tx_bytes) +
 	$(cat /sys/class/infiniband/mrcB/ports/1/hw_counters/tx_bytes)))
 echo "transport=rdma,traddr=$RXE_B_IP,trsvcid=4420,nqn=$NQN,host_traddr=$RXE_A_IP" \
@@ -106,7 +106,7 @@ if [ $((b1 - b0)) -ge $((2 * MB << 20)) ] && [ "${da:-0}" -gt 0 ] && [ "${db:-0}
 else
 	t_fail "$desc" "need >= $((2 * MB)) MiB and drops both ways"
 fi
-errs=$(dmesg | tail -n +$((dmesg_mark + 1)) |
+errs=$(rc_dmesg_new |
 	grep -a -i "nvme.*\(error\|reconnect\|timeout\|reset\)\|I/O error\|WARNING\|BUG")
 if [ -z "$errs" ]; then
 	t_ok "no nvme error, reset, reconnect or timeout, no kernel warning"
