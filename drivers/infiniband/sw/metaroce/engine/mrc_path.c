@@ -442,8 +442,11 @@ u16 mrc_path_pick_lone(struct mrc_path *p, u32 now)
 		for (i = 0; i < p->n; i++) {
 			struct mrc_path_ent *c = &p->ents[i];
 
-			/* not one with losses (a suspect has) or marks */
-			if (c->rtt && !c->losses && !c->ce &&
+			/*
+			 * Not one with losses or marks, nor a suspect: its
+			 * losses may have faded, and only a round judges it.
+			 */
+			if (c->rtt && !c->losses && !c->ce && !c->suspect &&
 			    mrc_path_usable(p, c, now) &&
 			    (!e || c->rtt < e->rtt))
 				e = c;

@@ -697,6 +697,48 @@ static void mrc_path_lone_takes_fastest(struct kunit *test)
 			ents[0].port);
 }
 
+/*
+ * A suspect whose losses faded (it carried packets while every entropy
+ * was skipped) is still not a lone packet's fastest: only a round judges
+ * it, and the skip of a suspect never ends without that (fuzz F5).
+ */
+static void mrc_path_lone_passes_suspect(struct kunit *test)
+{
+	struct mrc_path_ent ents[2];
+	struct mrc_path p;
+	u16 dead;
+	u32 i;
+
+	mrc_path_init(&p, ents, 2, 11, true);
+	p.epoch_pkts = 2;
+	dead = ents[0].port;
+	mrc_path_on_ack(&p, dead, false, 50, 0);
+	mrc_path_on_ack(&p, ents[1].port, false, 100, 0);
+	for (i = 0; i < MRC_PATH_LOSS_RETIRE; i++)
+		mrc_path_on_loss(&p, dead, 0);
+	KUNIT_ASSERT_TRUE(test, ents[0].suspect);
+	/* a mark skips the other: the rounds fall back to both */
+	mrc_path_on_ack(&p, ents[1].port, true, 0, 0);
+	for (i = 0; i < 8; i++)
+		mrc_path_pick(&p, 1, 0);
+	KUNIT_ASSERT_EQ(test, ents[0].losses, 0u);
+	KUNIT_ASSERT_EQ(test, ents[0].port, dead);
+	for (i = 0; i < MRC_PATH_LONE_EXPLORE - 1; i++) {
+		if (p.lone + 1 >= MRC_PATH_LONE_EXPLORE)
+			break;
+		KUNIT_EXPECT_NE(test, mrc_path_pick_lone(&p,
+							 MRC_PATH_PROBATION_US),
+				dead);
+		KUNIT_EXPECT_TRUE(test, !ents[0].suspect || ents[0].skipping);
+	}
+	/* the next round judges it: retired, a fresh port in its place */
+	mrc_path_pick(&p, MRC_PATH_PROBATION_US, 0);
+	mrc_path_pick(&p, MRC_PATH_PROBATION_US, 0);
+	KUNIT_EXPECT_EQ(test, p.retired, 1u);
+	KUNIT_EXPECT_EQ(test, p.retired_why, MRC_PATH_WHY_DEAD);
+	KUNIT_EXPECT_EQ(test, mrc_path_index(&p, dead), -1);
+}
+
 /* without path awareness a lone packet keeps the previous packet's port */
 static void mrc_path_lone_unaware_stays(struct kunit *test)
 {
@@ -1057,6 +1099,7 @@ static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_all_skipped),
 	KUNIT_CASE(mrc_path_drains_dead_path),
 	KUNIT_CASE(mrc_path_lone_takes_fastest),
+	KUNIT_CASE(mrc_path_lone_passes_suspect),
 	KUNIT_CASE(mrc_path_lone_unaware_stays),
 	{}
 };
