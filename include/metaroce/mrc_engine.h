@@ -876,6 +876,8 @@ void mrc_pace_expire(struct mrc_pace *p, u32 now);
 #define MRC_PATH_SKIP_MAX_US	100000	/* longest skip for delay */
 #define MRC_PATH_BALANCE_ROUNDS	8	/* rounds per balance window */
 #define MRC_PATH_EXPLORE_WINDOWS 8	/* quiet windows before an exploring redraw */
+#define MRC_PATH_SKEW		2	/* most/least delayed RTT of a skewed window */
+#define MRC_PATH_SKEW_WINDOWS	2	/* skewed windows in a row redraw the slowest */
 #define MRC_PATH_LONE_EXPLORE	8	/* one lone packet in 8 is sprayed */
 #define MRC_PATH_PROBATION_US	50000	/* a dead-looking one waits this long */
 
@@ -890,6 +892,8 @@ void mrc_pace_expire(struct mrc_pace *p, u32 now);
  * @MRC_PATH_WHY_SHED: its excess losses shed every turn.
  * @MRC_PATH_WHY_CE: CE marks in its epoch, an outlier of the set.
  * @MRC_PATH_WHY_REPLACED: the caller asked (mrc_path_replace()).
+ * @MRC_PATH_WHY_DELAYED: the most delayed one, redrawn at the end of a
+ *	balance window in which entropies were skipped for delay.
  */
 enum mrc_path_why {
 	MRC_PATH_WHY_STARVED,
@@ -899,6 +903,7 @@ enum mrc_path_why {
 	MRC_PATH_WHY_SHED,
 	MRC_PATH_WHY_CE,
 	MRC_PATH_WHY_REPLACED,
+	MRC_PATH_WHY_DELAYED,
 };
 
 /**
@@ -962,6 +967,8 @@ struct mrc_path_ent {
  * @wdry: the sender ran out of packets to send in this balance window
  *	(mrc_path_note_dry()): it was not held back by the network.
  * @wdry_last: @wdry of the previous balance window.
+ * @wdelayed: an entropy was skipped for delay in this balance window.
+ * @skew_windows: skewed balance windows in a row (mrc_path_balance()).
  * @rtt_n: how many have one.
  * @switches: picks that passed over an entropy being skipped or shed.
  * @retired: entropies replaced with a fresh port.
@@ -969,8 +976,8 @@ struct mrc_path_ent {
  * @retired_why: why (enum mrc_path_why).
  * @ce_echoes: CE-marked ACK triggers seen.
  * @delay_skips: entropies skipped for standing above the lowest RTT.
- * @rebalanced: entropies redrawn for sending under half the average, or
- *	to explore after quiet windows.
+ * @rebalanced: entropies redrawn for sending under half the average, for
+ *	delay after skewed windows, or to explore after quiet windows.
  * @losses: losses charged.
  * @losses_undone: charges taken back because the loss proved spurious.
  * @last: index of the entry that carried the last packet.
@@ -995,6 +1002,8 @@ struct mrc_path {
 	u32 quiet_windows;
 	bool wdry;
 	bool wdry_last;
+	bool wdelayed;
+	u32 skew_windows;
 	u32 rtt_n;
 	u64 switches;
 	u64 retired;

@@ -48,6 +48,7 @@ TRACE_DEFINE_ENUM(MRC_PATH_WHY_DEAD);
 TRACE_DEFINE_ENUM(MRC_PATH_WHY_SHED);
 TRACE_DEFINE_ENUM(MRC_PATH_WHY_CE);
 TRACE_DEFINE_ENUM(MRC_PATH_WHY_REPLACED);
+TRACE_DEFINE_ENUM(MRC_PATH_WHY_DELAYED);
 
 #define show_mrc_path_why(w)						\
 	__print_symbolic(w, { MRC_PATH_WHY_STARVED, "starved" },	\
@@ -57,6 +58,7 @@ TRACE_DEFINE_ENUM(MRC_PATH_WHY_REPLACED);
 			 { MRC_PATH_WHY_SHED, "shed" },			\
 			 { MRC_PATH_WHY_CE, "ce" },			\
 			 { MRC_PATH_WHY_REPLACED, "replaced" },		\
+			 { MRC_PATH_WHY_DELAYED, "delayed" },		\
 			 { MRC_TRACE_WHY_NONE, "-" })
 
 #define show_mrc_path(e)						\

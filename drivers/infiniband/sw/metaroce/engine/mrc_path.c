@@ -259,6 +259,26 @@ mrc_path_lossy_redraw(struct mrc_path *p, u64 sum, u32 cnt)
 }
 
 /*
+ * Skips for delay cannot even out an uneven draw alone: a skipped entropy
+ * is usable again when its skip ends and takes turns for a whole RTT
+ * until its next ACK, so a link holding one entropy of sixteen gets about
+ * a tenth of the load however idle it is.  A window is skewed when
+ * entropies were skipped for delay in it and the most delayed one stands
+ * at MRC_PATH_SKEW times the least delayed or more: one link queues while
+ * another has room.  After MRC_PATH_SKEW_WINDOWS such windows in a row
+ * the most delayed entropy is redrawn (a fair share of the draws land on
+ * the idle link and stay there); an even spread, whose queues are alike,
+ * redraws nothing for delay.
+ */
+static bool mrc_path_skewed(const struct mrc_path *p,
+			    const struct mrc_path_ent *fast,
+			    const struct mrc_path_ent *slow)
+{
+	return p->wdelayed && fast && slow != fast &&
+	       slow->rtt / MRC_PATH_SKEW >= fast->rtt;
+}
+
+/*
  * Skips for delay leave the entropies on a crowded link fewer turns.  At
  * the end of each balance window the entropy that sent least, if under
  * half the average and in the set for the whole window, gets a fresh
@@ -274,6 +294,7 @@ mrc_path_lossy_redraw(struct mrc_path *p, u64 sum, u32 cnt)
 static void mrc_path_balance(struct mrc_path *p, bool spent)
 {
 	struct mrc_path_ent *lo = NULL, *slow = NULL, *out = NULL, *bad = NULL;
+	struct mrc_path_ent *fast = NULL;
 	enum mrc_path_why why = MRC_PATH_WHY_LOSSY;
 	u64 sum = 0;
 	u32 i, cnt = 0;
@@ -290,7 +311,11 @@ static void mrc_path_balance(struct mrc_path *p, bool spent)
 			lo = e;
 		if (e->rtt && (!slow || e->rtt > slow->rtt))
 			slow = e;
+		if (e->rtt && (!fast || e->rtt < fast->rtt))
+			fast = e;
 	}
+	p->skew_windows = mrc_path_skewed(p, fast, slow) ?
+			  p->skew_windows + 1 : 0;
 	if (lo && cnt > 1 && (u64)lo->wsent * 2 * cnt < sum) {
 		out = lo;
 		why = MRC_PATH_WHY_STARVED;
@@ -298,6 +323,10 @@ static void mrc_path_balance(struct mrc_path *p, bool spent)
 		if (cnt > 1)
 			bad = mrc_path_lossy_redraw(p, sum, cnt);
 		out = bad;
+		if (!out && p->skew_windows >= MRC_PATH_SKEW_WINDOWS) {
+			out = slow;
+			why = MRC_PATH_WHY_DELAYED;
+		}
 		/*
 		 * Even use says nothing of links that carry none of the set
 		 * (a path that came back after a failure): now and then the
@@ -318,6 +347,7 @@ static void mrc_path_balance(struct mrc_path *p, bool spent)
 		if (out != bad)
 			p->rebalanced++;
 		p->quiet_windows = 0;
+		p->skew_windows = 0;
 	}
 	for (i = 0; i < p->n; i++) {
 		if (&p->ents[i] != out)
@@ -327,6 +357,7 @@ static void mrc_path_balance(struct mrc_path *p, bool spent)
 	p->wpicks = 0;
 	p->wdry_last = p->wdry;
 	p->wdry = false;
+	p->wdelayed = false;
 }
 
 /* @e carries the next packet */
@@ -538,6 +569,7 @@ void mrc_path_on_ack(struct mrc_path *p, u16 port, bool ce, u32 rtt, u32 now)
 		 * milliseconds.
 		 */
 		p->delay_skips++;
+		p->wdelayed = true;
 		d = e->rtt - ref;
 		mrc_path_skip(p, e, now,
 			      d < MRC_PATH_SKIP_MAX_US ? d : MRC_PATH_SKIP_MAX_US);

@@ -603,6 +603,82 @@ static void mrc_path_delay_majority(struct kunit *test)
 	KUNIT_EXPECT_GE(test, p.delay_skips, 3u);
 }
 
+/* one balance window of 4 entries' picks at @now, after fresh RTTs */
+static void pt_skew_window(struct mrc_path *p, const u32 *rtt, u32 now)
+{
+	u32 i;
+
+	u32 k;
+
+	/* enough samples that the smoothed RTTs stand near @rtt */
+	for (k = 0; k < 16; k++)
+		for (i = 0; i < 4; i++)
+			mrc_path_on_ack(p, p->ents[i].port, false, rtt[i],
+					now);
+	for (i = 0; i < 4 * MRC_PATH_BALANCE_ROUNDS; i++)
+		mrc_path_pick(p, now + 100000, 0);
+}
+
+/*
+ * Windows with delay skips whose most delayed entropy stands at twice the
+ * least delayed or more: after MRC_PATH_SKEW_WINDOWS of them in a row the
+ * most delayed one is redrawn (skips alone leave an idle link a small
+ * share).  Delay skips with a narrower spread redraw nothing, nor does a
+ * skewed window between even ones.
+ */
+static void mrc_path_delay_redraw(struct kunit *test)
+{
+	static const u32 even[4] = { 1000, 1300, 1500, 1900 };
+	static const u32 skew[4] = { 2000, 3000, 5000, 1000 };
+	struct mrc_path_ent ents[4];
+	struct mrc_path p;
+	u16 old[4];
+	u32 i, k;
+
+	mrc_path_init(&p, ents, 4, 9, true);
+	p.delay_min_us = 200;
+	/* one window first: fresh entries are not judged */
+	for (k = 0; k < 4 * MRC_PATH_BALANCE_ROUNDS; k++)
+		mrc_path_pick(&p, 0, 0);
+	KUNIT_ASSERT_EQ(test, p.retired, 0u);
+	for (i = 0; i < 4; i++)
+		old[i] = ents[i].port;
+	/* skips for delay, but 1900 is under twice 1000: no skew */
+	for (k = 0; k < 4; k++)
+		pt_skew_window(&p, even, 200000 * k);
+	KUNIT_EXPECT_GE(test, p.delay_skips, 4u);
+	KUNIT_EXPECT_EQ(test, p.retired, 0u);
+	/*
+	 * skewed and even by turns: never two in a row (and fewer windows
+	 * than MRC_PATH_EXPLORE_WINDOWS, which redraw to explore)
+	 */
+	mrc_path_init(&p, ents, 4, 9, true);
+	p.delay_min_us = 200;
+	for (k = 0; k < 4 * MRC_PATH_BALANCE_ROUNDS; k++)
+		mrc_path_pick(&p, 0, 0);
+	for (i = 0; i < 4; i++)
+		old[i] = ents[i].port;
+	for (k = 0; k < 4; k++)
+		pt_skew_window(&p, k & 1 ? even : skew, 200000 * k);
+	KUNIT_EXPECT_EQ(test, p.retired, 0u);
+	KUNIT_EXPECT_EQ(test, p.skew_windows, 0u);
+	/* two skewed windows in a row: the most delayed is redrawn */
+	pt_skew_window(&p, skew, 2000000);
+	KUNIT_EXPECT_EQ(test, p.skew_windows, 1u);
+	KUNIT_EXPECT_EQ(test, p.retired, 0u);
+	pt_skew_window(&p, skew, 2200000);
+	KUNIT_EXPECT_EQ(test, p.retired, 1u);
+	KUNIT_EXPECT_EQ(test, p.rebalanced, 1u);
+	KUNIT_EXPECT_EQ(test, p.retired_port, old[2]);
+	KUNIT_EXPECT_EQ(test, p.retired_why, MRC_PATH_WHY_DELAYED);
+	KUNIT_EXPECT_NE(test, ents[2].port, old[2]);
+	for (i = 0; i < 4; i++)
+		if (i != 2)
+			KUNIT_EXPECT_EQ(test, ents[i].port, old[i]);
+	KUNIT_EXPECT_EQ(test, p.skew_windows, 0u);
+	KUNIT_EXPECT_FALSE(test, p.wdelayed);
+}
+
 /* everything skipped: still sends, round robin */
 static void mrc_path_all_skipped(struct kunit *test)
 {
@@ -1093,6 +1169,7 @@ static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_ce_retires),
 	KUNIT_CASE(mrc_path_delay_skip),
 	KUNIT_CASE(mrc_path_delay_majority),
+	KUNIT_CASE(mrc_path_delay_redraw),
 	KUNIT_CASE(mrc_path_delay_skip_length),
 	KUNIT_CASE(mrc_path_balance_redraws),
 	KUNIT_CASE(mrc_path_balances_uneven_draw),
