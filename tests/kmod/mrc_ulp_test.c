@@ -42,7 +42,11 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/timer.h>
+#ifdef MRC_HAVE_LINUX_UNALIGNED	/* 6.12 moved it out of asm/ (Kbuild) */
+#include <linux/unaligned.h>
+#else
 #include <asm/unaligned.h>
+#endif
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
