@@ -892,8 +892,9 @@ void mrc_pace_expire(struct mrc_pace *p, u32 now);
  * @MRC_PATH_WHY_SHED: its excess losses shed every turn.
  * @MRC_PATH_WHY_CE: CE marks in its epoch, an outlier of the set.
  * @MRC_PATH_WHY_REPLACED: the caller asked (mrc_path_replace()).
- * @MRC_PATH_WHY_DELAYED: the most delayed one, redrawn at the end of a
- *	balance window in which entropies were skipped for delay.
+ * @MRC_PATH_WHY_DELAYED: the most delayed one, redrawn after
+ *	MRC_PATH_SKEW_WINDOWS balance windows in a row skewed by delay
+ *	(skips for delay, the highest RTT MRC_PATH_SKEW times the lowest).
  */
 enum mrc_path_why {
 	MRC_PATH_WHY_STARVED,

@@ -606,9 +606,7 @@ static void mrc_path_delay_majority(struct kunit *test)
 /* one balance window of 4 entries' picks at @now, after fresh RTTs */
 static void pt_skew_window(struct mrc_path *p, const u32 *rtt, u32 now)
 {
-	u32 i;
-
-	u32 k;
+	u32 i, k;
 
 	/* enough samples that the smoothed RTTs stand near @rtt */
 	for (k = 0; k < 16; k++)
@@ -641,8 +639,6 @@ static void mrc_path_delay_redraw(struct kunit *test)
 	for (k = 0; k < 4 * MRC_PATH_BALANCE_ROUNDS; k++)
 		mrc_path_pick(&p, 0, 0);
 	KUNIT_ASSERT_EQ(test, p.retired, 0u);
-	for (i = 0; i < 4; i++)
-		old[i] = ents[i].port;
 	/* skips for delay, but 1900 is under twice 1000: no skew */
 	for (k = 0; k < 4; k++)
 		pt_skew_window(&p, even, 200000 * k);
