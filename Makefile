@@ -15,8 +15,9 @@
 #   make fuzz       libFuzzer harnesses of the engine, 20 s each (in check)
 #   make wireshark  the Wireshark dissector tools/wireshark/metaroce.lua
 #                   against the driver's encoder and parser (in check)
-#   make install    install the module and the man page metaroce(7) (and
-#                   point ld.so at the provider)
+#   make install    install the module, the man pages metaroce(7) and
+#                   libmetaroce(7) (the provider's), and point ld.so at the
+#                   provider
 #   make kmod       the test ULP module tests/kmod/mrc_ulp_test.ko (tests)
 #   make deb        debs/metaroce-dkms_VERSION_all.deb: the driver's sources
 #                   for DKMS, which builds the module for each kernel
@@ -119,6 +120,8 @@ install: module
 	$(MAKE) $(KBUILD_ARGS) INSTALL_MOD_DIR=updates modules_install
 	depmod -a $$(cat $(KDIR)/include/config/kernel.release)
 	install -D -m 0644 man/metaroce.7 $(DESTDIR)$(MANDIR)/man7/metaroce.7
+	install -D -m 0644 providers/metaroce/man/libmetaroce.7 \
+		$(DESTDIR)$(MANDIR)/man7/libmetaroce.7
 	@if [ -d $(METAROCE_CACHE)/rdma-core-56.1/prefix ]; then \
 		d=$$(ls -d $(METAROCE_CACHE)/rdma-core-56.1/prefix/lib/x86_64-linux-gnu $(METAROCE_CACHE)/rdma-core-56.1/prefix/lib 2>/dev/null | head -n 1); \
 		echo "$$d" > /etc/ld.so.conf.d/000-metaroce.conf && ldconfig && \
