@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -542,6 +543,9 @@ static int do_send(struct mct_run *r, char *args)
 	size_t n;
 	int op;
 
+	/* how long the DUT's packet waited for this answer (mct_late()) */
+	if (r->last_ns && mct_now_ns() - r->last_ns > r->lag_ns)
+		r->lag_ns = mct_now_ns() - r->last_ns;
 	tok = strtok_r(args, " ", &save);
 	op = tok ? mct_op_by_name(tok) : -1;
 	if (op < 0)
@@ -697,6 +701,7 @@ static int take(struct mct_run *r, const struct mct_frame *f,
 	if (!match(w, &p, &f->ip))
 		return 0;
 	remember(r, &p, &f->ip);
+	r->last_ns = f->t_ns;
 	return 1;
 }
 
@@ -909,12 +914,15 @@ static int do_line(struct mct_run *r, char *s)
 		return do_send(r, args);
 	if (!strcmp(s, "expect"))
 		return do_expect(r, args);
-	if (!strcmp(s, "none"))
+	if (!strcmp(s, "none")) {
+		r->last_ns = 0;		/* a wait the case asks for */
 		return do_none(r, args);
+	}
 	if (!strcmp(s, "sleep")) {
 		if (eval(r, args, &v))
 			return MCT_ERROR;
 		usleep(v * 1000);
+		r->last_ns = 0;
 		return MCT_PASS;
 	}
 	if (!strcmp(s, "assert"))
@@ -950,6 +958,34 @@ static int needs_met(struct mct_run *r)
 	return 1;
 }
 
+/*
+ * Was the tester too slow for the FAIL to count?  A DUT whose packet
+ * waited longer than half its shortest timeout (PICS rto_min_us and
+ * rto_init_us, 5 ms without them) for the tester's answer may have
+ * resent it, rightly.  Waits the case asks for (sleep, none) do not count.
+ */
+static int mct_late(struct mct_run *r)
+{
+	static const char *const keys[] = { "rto_min_us", "rto_init_us" };
+	uint64_t bound = 0, v;
+	const char *s;
+
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		s = mct_pics_get(r->env, keys[i]);
+		if (s && sscanf(s, "%" SCNu64, &v) == 1 && v &&
+		    (!bound || v < bound))
+			bound = v;
+	}
+	bound = (bound ? bound : 10000) * 1000 / 2;
+	if (r->lag_ns <= bound)
+		return 0;
+	snprintf(r->why + strlen(r->why), sizeof(r->why) - strlen(r->why),
+		 "; the tester answered a DUT packet after %llu us (bound %llu us)",
+		 (unsigned long long)(r->lag_ns / 1000),
+		 (unsigned long long)(bound / 1000));
+	return 1;
+}
+
 enum mct_result mct_case_run(struct mct_run *r)
 {
 	struct mct_env *env = r->env;
@@ -960,6 +996,8 @@ enum mct_result mct_case_run(struct mct_run *r)
 
 	r->n_vars = 0;
 	r->why[0] = 0;
+	r->last_ns = 0;
+	r->lag_ns = 0;
 	mct_mon_reset(&r->mon);
 	if (!needs_met(r))
 		return MCT_NOT_APPLICABLE;
@@ -1005,6 +1043,8 @@ enum mct_result mct_case_run(struct mct_run *r)
 			 "; the capture lost %u frames", drops);
 		res = MCT_INCONCLUSIVE;
 	}
+	if (res == MCT_FAIL && mct_late(r))
+		res = MCT_INCONCLUSIVE;
 	agent_cmd(r, "RESET", reply, sizeof(reply));
 	return res;
 }

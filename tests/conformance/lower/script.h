@@ -47,6 +47,8 @@ struct mct_run {
 	struct mct_monitor mon;
 	struct mct_pkt last;		/* the packet the last expect matched */
 	struct mct_ipmeta last_ip;
+	uint64_t last_ns;		/* its capture time; 0 after a wait */
+	uint64_t lag_ns;		/* longest from it to the next send */
 	char why[512];
 };
 
