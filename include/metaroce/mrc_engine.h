@@ -1057,6 +1057,23 @@ u16 mrc_path_pick(struct mrc_path *p, u32 now, u16 avoid);
  */
 u16 mrc_path_pick_lone(struct mrc_path *p, u32 now);
 /**
+ * mrc_path_pick_keep() - the port of an earlier packet again, if still good.
+ * @p: the set.
+ * @port: that packet's port.
+ * @now: current time.
+ *
+ * For a request answered by one response packet (an atomic, a one-segment
+ * READ) sent while an earlier one is outstanding: responses come back on
+ * their request's port, and on one port the requests reach the responder
+ * and the responses the requester in order (one RSS/RPS queue, one CPU),
+ * so that host reordering between queues cannot pass for a loss.  Returns
+ * @port unless it left the set or is a suspect (a loss, mark or skip does
+ * not move it: the responses still due would be reordered behind the new
+ * port's); then mrc_path_pick_lone()'s choice.  Not counted in the
+ * balance windows.
+ */
+u16 mrc_path_pick_keep(struct mrc_path *p, u16 port, u32 now);
+/**
  * mrc_path_on_ack() - feedback of an ACK triggered by a packet on @port.
  * @p: the set.
  * @port: the ACK's entropy field.

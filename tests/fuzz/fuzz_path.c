@@ -168,6 +168,23 @@ static void op_lone(struct mrc_path *p)
 		FZ_CHECK(p->ents[p->last].port == port);
 }
 
+/* an earlier packet's port again: kept while nothing speaks against it */
+static void op_keep(struct fz *f, struct mrc_path *p)
+{
+	u16 keep = pick_port(f, p), port;
+	int i = mrc_path_index(p, keep);
+	const struct mrc_path_ent *e = i >= 0 ? &p->ents[i] : NULL;
+	bool good = e && !e->suspect;
+	u64 retired = p->retired;
+
+	port = mrc_path_pick_keep(p, keep, m.now);
+	FZ_CHECK(mrc_path_index(p, port) >= 0);
+	if (good)
+		FZ_CHECK(port == keep && p->retired == retired);
+	if (p->retired == retired)
+		FZ_CHECK(p->ents[p->last].port == port);
+}
+
 static void op_ack(struct fz *f, struct mrc_path *p)
 {
 	u16 port = pick_port(f, p);
@@ -210,7 +227,10 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 			op_pick(&f, &p);
 			break;
 		case 3:
-			op_lone(&p);
+			if (fz_u8(&f) & 1)
+				op_keep(&f, &p);
+			else
+				op_lone(&p);
 			break;
 		case 4:
 		case 5:

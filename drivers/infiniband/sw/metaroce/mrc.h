@@ -607,6 +607,7 @@ struct mrc_qp {
 	struct mrc_tx_slot *tx_slots;
 	u32 smsn;			/* next receive MSN to use for SEND/WRITE_IMM */
 	u32 rd_outstanding;		/* READ/atomic WQEs in flight */
+	u16 lane_port;			/* of the last one-response request */
 	u32 retx_pkts;			/* packets sent again (per-QP view) */
 	u32 retx_hint;
 	u32 rnr_left;
@@ -857,6 +858,7 @@ void mrc_queue_pkt(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
 void mrc_queue_ack(struct mrc_qp *qp, struct sk_buff *skb, u16 sport);
 void mrc_flush_txq(struct mrc_qp *qp);
 u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid, bool lone, u32 now);
+u16 mrc_pick_entropy_keep(struct mrc_qp *qp, u16 port, u32 now);
 void mrc_note_path_retired(struct mrc_qp *qp, u64 retired);
 
 /* mrc_ud.c: address handles, UD and GSI data path */

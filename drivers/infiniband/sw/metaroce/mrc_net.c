@@ -214,6 +214,26 @@ void mrc_note_path_retired(struct mrc_qp *qp, u64 retired)
 		       qp->path.retired_port, qp->path.retired_why);
 }
 
+/* count and trace what a pick did to the path set */
+static void mrc_note_pick(struct mrc_qp *qp, u16 port, u64 sw, u64 rb, u64 rt)
+{
+	struct mrc_path *p = &qp->path;
+
+	if (p->switches != sw) {
+		mrc_stat_inc(qp->mdev, MRC_ST_PATH_SWITCHES);
+		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_SWITCH, port,
+			       MRC_TRACE_WHY_NONE);
+	}
+	/* a balance window redraws for starvation or for loss */
+	if (p->rebalanced != rb) {
+		mrc_stat_inc(qp->mdev, MRC_ST_PATH_REBALANCED);
+		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_REBALANCE,
+			       p->retired_port, p->retired_why);
+	}
+	mrc_note_path_retired(qp, rt);
+	mrc_stat_inc(qp->mdev, MRC_ST_PATH_SLOT0 + p->last % MRC_PATH_SLOTS);
+}
+
 /**
  * mrc_pick_entropy() - UDP source port for the next packet.
  * @qp: the QP (locked).
@@ -235,19 +255,27 @@ u16 mrc_pick_entropy(struct mrc_qp *qp, u16 avoid, bool lone, u32 now)
 		port = mrc_path_pick_lone(p, now);
 	else
 		port = mrc_path_pick(p, now, avoid);
-	if (p->switches != sw) {
-		mrc_stat_inc(qp->mdev, MRC_ST_PATH_SWITCHES);
-		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_SWITCH, port,
-			       MRC_TRACE_WHY_NONE);
-	}
-	/* a balance window redraws for starvation or for loss */
-	if (p->rebalanced != rb) {
-		mrc_stat_inc(qp->mdev, MRC_ST_PATH_REBALANCED);
-		trace_mrc_path(qp->ibqp.qp_num, MRC_TRACE_PATH_REBALANCE,
-			       p->retired_port, p->retired_why);
-	}
-	mrc_note_path_retired(qp, rt);
-	mrc_stat_inc(qp->mdev, MRC_ST_PATH_SLOT0 + p->last % MRC_PATH_SLOTS);
+	mrc_note_pick(qp, port, sw, rb, rt);
+	return port;
+}
+
+/**
+ * mrc_pick_entropy_keep() - @port again for a one-response request.
+ * @qp: the QP (locked).
+ * @port: the port of the QP's previous such request.
+ * @now: current time.
+ *
+ * See mrc_path_pick_keep(): atomics and one-segment READs in flight
+ * together stay on one port while it is good, so that their responses
+ * are not reordered between receive queues.
+ */
+u16 mrc_pick_entropy_keep(struct mrc_qp *qp, u16 port, u32 now)
+{
+	struct mrc_path *p = &qp->path;
+	u64 sw = p->switches, rb = p->rebalanced, rt = p->retired;
+
+	port = mrc_path_pick_keep(p, port, now);
+	mrc_note_pick(qp, port, sw, rb, rt);
 	return port;
 }
 

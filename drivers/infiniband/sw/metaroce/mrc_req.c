@@ -727,6 +727,29 @@ static bool mrc_send_local(struct mrc_qp *qp, struct mrc_swqe *s)
 	return true;
 }
 
+/*
+ * The port of a new request packet.  A lone one takes the fastest path
+ * (mrc_path_pick_lone()); an atomic or one-segment READ sent while others
+ * are in flight keeps the previous one's port (mrc_path_pick_keep()):
+ * sprayed, their responses were reordered between the receive CPUs by
+ * more than the RACK window, and resent for nothing.
+ */
+static u16 mrc_req_entropy(struct mrc_qp *qp, const struct mrc_swqe *s,
+			   u32 now)
+{
+	bool busy = mrc_tx_outstanding(&qp->tx);
+	bool one = mrc_op_needs_resp(s->op) && s->npsn == 1;
+	u16 sport;
+
+	if (one && busy && qp->lane_port)
+		sport = mrc_pick_entropy_keep(qp, qp->lane_port, now);
+	else
+		sport = mrc_pick_entropy(qp, 0, !busy, now);
+	if (one)
+		qp->lane_port = sport;
+	return sport;
+}
+
 /* send new packets while the window allows */
 static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 {
@@ -791,9 +814,7 @@ static bool mrc_send_new(struct mrc_qp *qp, u32 *budget, u32 now, bool drain)
 				qp->rd_outstanding++;
 		}
 		psn = s->first_psn + s->sent;
-		/* a lone packet takes the fastest path (mrc_path_pick_lone()) */
-		sport = mrc_pick_entropy(qp, 0, !mrc_tx_outstanding(&qp->tx),
-					 now);
+		sport = mrc_req_entropy(qp, s, now);
 		err = mrc_build_req(qp, s, psn, n, false, now, sport);
 		if (err) {
 			if (!s->sent && mrc_op_needs_resp(s->op))

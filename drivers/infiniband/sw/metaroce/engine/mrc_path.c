@@ -493,6 +493,25 @@ u16 mrc_path_pick_lone(struct mrc_path *p, u32 now)
 	return e->port;
 }
 
+u16 mrc_path_pick_keep(struct mrc_path *p, u16 port, u32 now)
+{
+	int i = mrc_path_index(p, port);
+	struct mrc_path_ent *e;
+
+	if (i < 0)
+		return mrc_path_pick_lone(p, now);
+	e = &p->ents[i];
+	/*
+	 * Only a suspect (a run of losses with nothing back) ends a lane:
+	 * moving after a random loss, a mark or a delay skip reorders the
+	 * responses still due on the old port behind those on the new one.
+	 */
+	if (e->suspect)
+		return mrc_path_pick_lone(p, now);
+	mrc_path_count(p, e, now);
+	return e->port;
+}
+
 int mrc_path_index(const struct mrc_path *p, u16 port)
 {
 	u32 i;

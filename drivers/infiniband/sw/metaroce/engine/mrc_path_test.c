@@ -811,6 +811,45 @@ static void mrc_path_lone_passes_suspect(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mrc_path_index(&p, dead), -1);
 }
 
+/*
+ * One-response requests stay on their lane: the same port, whatever its
+ * RTT against the others, never an explore pick, through a random loss,
+ * a CE mark and a skip; a suspect, or a port no longer in the set, hands
+ * over to the lone choice.
+ */
+static void mrc_path_keep_lane(struct kunit *test)
+{
+	struct mrc_path_ent ents[PT_N];
+	struct mrc_path p;
+	u16 lane;
+	u32 i, k;
+
+	mrc_path_init(&p, ents, PT_N, 515, true);
+	for (i = 0; i < PT_N; i++)
+		mrc_path_on_ack(&p, ents[i].port, false, i == 5 ? 50 : 100, 0);
+	lane = ents[2].port;
+	for (k = 0; k < 4 * MRC_PATH_LONE_EXPLORE; k++)
+		KUNIT_EXPECT_EQ(test, mrc_path_pick_keep(&p, lane, 1), lane);
+	KUNIT_EXPECT_EQ(test, p.wpicks, 0u);
+	KUNIT_EXPECT_EQ(test, p.ents[p.last].port, lane);
+	KUNIT_EXPECT_EQ(test, ents[2].pkts, (u64)(4 * MRC_PATH_LONE_EXPLORE));
+
+	/* a loss and a mark (each skips it) do not move the lane */
+	mrc_path_on_loss(&p, lane, 2);
+	mrc_path_on_ack(&p, lane, true, 0, 3);
+	KUNIT_EXPECT_TRUE(test, ents[2].skipping);
+	KUNIT_EXPECT_EQ(test, mrc_path_pick_keep(&p, lane, 4), lane);
+
+	/* a run of losses with nothing back: a suspect, the fastest instead */
+	for (i = 0; i < MRC_PATH_LOSS_RETIRE; i++)
+		mrc_path_on_loss(&p, lane, 5);
+	KUNIT_ASSERT_TRUE(test, ents[2].suspect);
+	KUNIT_EXPECT_EQ(test, mrc_path_pick_keep(&p, lane, 6), ents[5].port);
+	/* a port not in the set (retired since) is no lane */
+	KUNIT_EXPECT_GE(test, mrc_path_index(&p, mrc_path_pick_keep(&p, 1, 7)),
+			0);
+}
+
 /* without path awareness a lone packet keeps the previous packet's port */
 static void mrc_path_lone_unaware_stays(struct kunit *test)
 {
@@ -1174,6 +1213,7 @@ static struct kunit_case mrc_path_cases[] = {
 	KUNIT_CASE(mrc_path_lone_takes_fastest),
 	KUNIT_CASE(mrc_path_lone_passes_suspect),
 	KUNIT_CASE(mrc_path_lone_unaware_stays),
+	KUNIT_CASE(mrc_path_keep_lane),
 	{}
 };
 
