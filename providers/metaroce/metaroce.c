@@ -1563,15 +1563,56 @@ err_free:
 	return NULL;
 }
 
+/*
+ * A resize (IBV_SRQ_MAX_WR) gets a new ring from the kernel, which moves
+ * the WQEs not yet taken into it; posting waits on the ring lock until
+ * the new ring is mapped.
+ */
+static int metaroce_resize_srq(struct metaroce_srq *srq,
+			       struct ibv_srq_attr *attr, int attr_mask)
+{
+	struct ibv_context *ctx = srq->vsrq.srq.context;
+	struct metaroce_create_srq_resp map = {};
+	struct mrc_modify_srq cmd = {};
+	struct metaroce_queue nq;
+	int ret;
+
+	cmd.map_addr = (uintptr_t)&map;
+	cmd.max_sge = attr->max_sge;
+	pthread_spin_lock(&srq->rq.lock);
+	ret = ibv_cmd_modify_srq(&srq->vsrq.srq, attr, attr_mask,
+				 &cmd.ibv_cmd, sizeof(cmd));
+	if (ret)
+		goto out;
+	ret = ring_map(ctx, &nq, map.mmap_offset, map.mmap_size, map.depth,
+		       map.stride, sizeof(struct metaroce_recv_wqe));
+	if (!ret && !nq.map)
+		ret = EINVAL;
+	ring_unmap(&srq->rq);
+	if (ret)
+		goto out;	/* the kernel moved on: posting now fails */
+	srq->rq.map = nq.map;
+	srq->rq.map_size = nq.map_size;
+	srq->rq.hdr = nq.hdr;
+	srq->rq.slots = nq.slots;
+	srq->rq.depth = nq.depth;
+	srq->rq.stride = nq.stride;
+	if (attr->max_sge)
+		srq->rq.max_sge = min_t(uint32_t, attr->max_sge,
+					ring_sge_room(&srq->rq,
+						      sizeof(struct metaroce_recv_wqe)));
+out:
+	pthread_spin_unlock(&srq->rq.lock);
+	return ret;
+}
+
 static int metaroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 			       int attr_mask)
 {
 	struct ibv_modify_srq cmd = {};
 
-	/* The ABI has no way to hand out a resized ring: only the limit. */
 	if (attr_mask & IBV_SRQ_MAX_WR)
-		return EOPNOTSUPP;
-
+		return metaroce_resize_srq(to_msrq(ibsrq), attr, attr_mask);
 	return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
 }
 

@@ -36,6 +36,8 @@ DECLARE_DRV_CMD(mrc_create_qp_ex, IB_USER_VERBS_EX_CMD_CREATE_QP,
 		empty, metaroce_create_qp_resp);
 DECLARE_DRV_CMD(mrc_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
 		empty, metaroce_create_srq_resp);
+DECLARE_DRV_CMD(mrc_modify_srq, IB_USER_VERBS_CMD_MODIFY_SRQ,
+		metaroce_modify_srq, empty);
 
 struct metaroce_device {
 	struct verbs_device ibv_dev;

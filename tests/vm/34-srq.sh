@@ -1,6 +1,6 @@
 #!/bin/bash
-# SRQ receive WQEs when a QP that took them goes away, and a module
-# parameter that refuses values above its limit.
+# SRQ receive WQEs when a QP that took them goes away, SRQ resize with
+# receives posted, and a module parameter that refuses values above its limit.
 # a) mrc_srqgone: N receives on an SRQ; responders on it are destroyed (not
 #    in the error state) while multi-packet SENDs arrive; a last responder
 #    must then get every receive not completed yet (data checked), each
@@ -8,7 +8,10 @@
 #    receives left, fires at the first one taken even if it was given
 #    back by a destroyed responder.  The tool talks to itself
 #    through lo, delayed and lossy here so that messages are under way.
-# b) credit_hold_us above its limit is refused when written; the limit
+# b) mrc_srqresize: an SRQ resized with receives posted keeps them in
+#    order and uses its new room; resizes below the posted count or the
+#    limit, and hand-made commands with bad driver data, are refused.
+# c) credit_hold_us above its limit is refused when written; the limit
 #    itself is taken.
 # vm-test-timeout: 300
 set -uo pipefail
@@ -44,7 +47,19 @@ in_host "$TOPO_A" tc qdisc del dev lo root
 qps=$(in_host "$TOPO_A" rdma res show qp 2>/dev/null | grep -c "type RC" || true)
 t_check "no QP of the tool left ($qps)" [ "$qps" -eq 0 ]
 
-# --- b) credit_hold_us refused above its limit ---------------------------------
+# --- b) SRQ resize with receives posted ----------------------------------------
+resize=$RC_REPO/tests/tools/mrc_srqresize
+[ -x "$resize" ] && ! [ "$resize.c" -nt "$resize" ] ||
+	make -s -C "$RC_REPO/tests/tools" mrc_srqresize >/dev/null 2>&1
+if out=$(in_host "$TOPO_A" timeout 120 "$resize" "$RC_DEV_A" "$GID_A" 2>&1); then
+	t_ok "SRQ resized with receives posted: they move in order, the new room is used, bad resizes refused: ${out#srqresize: ok }"
+else
+	t_fail "SRQ resized with receives posted: they move in order, the new room is used, bad resizes refused" "$out"
+fi
+qps=$(in_host "$TOPO_A" rdma res show qp 2>/dev/null | grep -c "type RC" || true)
+t_check "no QP of mrc_srqresize left ($qps)" [ "$qps" -eq 0 ]
+
+# --- c) credit_hold_us refused above its limit ---------------------------------
 P=/sys/module/rdma_metaroce/parameters/credit_hold_us
 old=$(cat "$P")
 if (echo 4294967295 >"$P") 2>/dev/null; then wrc=0; else wrc=1; fi

@@ -302,4 +302,20 @@ struct metaroce_create_srq_resp {
 	__u32 srq_num;
 };
 
+/**
+ * struct metaroce_modify_srq - driver data of modify_srq.
+ * @map_addr: with IB_SRQ_MAX_WR (a resize), the user address of a struct
+ *	metaroce_create_srq_resp that the kernel fills with the new ring
+ *	before it takes it into use (modify_srq has no response buffer).
+ *	The WQEs posted and not yet taken move to the new ring; the old
+ *	mapping is then the provider's to unmap.
+ * @max_sge: scatter entries per WQE after a resize, 0 to keep them.
+ * @reserved: must be zero.
+ */
+struct metaroce_modify_srq {
+	__aligned_u64 map_addr;
+	__u32 max_sge;
+	__u32 reserved;
+};
+
 #endif /* METAROCE_ABI_USER_H */

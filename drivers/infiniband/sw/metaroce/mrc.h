@@ -440,6 +440,7 @@ struct mrc_srq {
 	u32 back_n;			/* WQEs in back not taken yet */
 	u32 srq_num;
 	u32 cons;			/* kernel consumer index */
+	u32 max_wr;			/* as granted or last resized to */
 	u32 max_sge;
 	u32 limit;
 	bool is_user;

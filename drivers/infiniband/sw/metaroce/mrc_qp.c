@@ -995,6 +995,15 @@ int mrc_rq_peek(struct mrc_qp *qp, u32 idx, struct mrc_rwqe *out)
 
 /* ---- shared receive queues ---- */
 
+/* slots and slot size of an SRQ ring for @max_wr WQEs of @max_sge */
+static void mrc_srq_geometry(u32 max_wr, u32 max_sge, u32 *depth,
+			     u32 *stride)
+{
+	*depth = roundup_pow_of_two(max_wr + 1);
+	*stride = roundup_pow_of_two(MRC_RWQE_HDR +
+				     max_t(u32, max_sge, 1) * MRC_SGE_SZ);
+}
+
 int mrc_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		   struct ib_udata *udata)
 {
@@ -1020,11 +1029,11 @@ int mrc_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	INIT_LIST_HEAD(&srq->back);
 	srq->is_user = !!udata;
 	srq->pd = to_mpd(ibsrq->pd);
-	depth = roundup_pow_of_two(init->attr.max_wr + 1);
-	stride = roundup_pow_of_two(MRC_RWQE_HDR +
-			max_t(u32, init->attr.max_sge, 1) * MRC_SGE_SZ);
+	mrc_srq_geometry(init->attr.max_wr, init->attr.max_sge, &depth,
+			 &stride);
 	srq->max_sge = min_t(u32, MRC_MAX_SGE,
 			     (stride - MRC_RWQE_HDR) / MRC_SGE_SZ);
+	srq->max_wr = depth - 1;
 	srq->limit = init->attr.srq_limit;
 	err = mrc_ring_alloc(mdev, &srq->ring, depth, stride, udata);
 	if (err)
@@ -1057,16 +1066,142 @@ err_count:
 	return err;
 }
 
+/*
+ * Move the WQEs posted and not yet taken to the start of @nr and make it
+ * the SRQ's ring (srq->lock held).  A WQE with more entries than the new
+ * @max_sge fails the resize; one that was malformed already stays so.
+ */
+static int mrc_srq_swap(struct mrc_srq *srq, struct mrc_ring *nr,
+			struct mrc_ring *old, u32 max_wr, u32 max_sge)
+{
+	const struct metaroce_recv_wqe *w;
+	struct metaroce_recv_wqe *d;
+	u32 prod, n, i, k;
+
+	if (!srq->ring.buf)
+		return -EINVAL;
+	prod = mrc_ring_load(&srq->ring.hdr->prod);
+	n = prod - srq->cons;
+	/* a bad producer index, or more posted than the new ring holds */
+	if (n > srq->ring.depth || n > nr->depth - 1)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		w = mrc_ring_slot(&srq->ring, srq->cons + i);
+		d = mrc_ring_slot(nr, i);
+		k = READ_ONCE(w->num_sge);
+		d->wr_id = READ_ONCE(w->wr_id);
+		d->num_sge = k > srq->max_sge ? U32_MAX : k;
+		if (k > srq->max_sge)
+			continue;
+		if (k > max_sge)
+			return -EINVAL;
+		memcpy(d + 1, w + 1, k * MRC_SGE_SZ);
+	}
+	nr->hdr->prod = n;
+	nr->hdr->cons = 0;
+	*old = srq->ring;
+	srq->ring = *nr;
+	srq->cons = 0;
+	srq->max_wr = max_wr;
+	srq->max_sge = max_sge;
+	return 0;
+}
+
+/*
+ * Tell the provider where the new ring is, before it is used: modify_srq
+ * has no response buffer, so the driver data names a user address.
+ */
+static int mrc_srq_resize_map(struct mrc_srq *srq, struct mrc_ring *nr,
+			      u64 addr)
+{
+	struct metaroce_create_srq_resp map = {
+		.mmap_offset = mrc_ring_mmap_offset(nr),
+		.mmap_size = nr->size,
+		.depth = nr->depth,
+		.stride = nr->stride,
+		.srq_num = srq->srq_num,
+	};
+
+	return copy_to_user(u64_to_user_ptr(addr), &map, sizeof(map)) ?
+	       -EFAULT : 0;
+}
+
+/* IB_SRQ_MAX_WR: a new ring; what is posted moves over */
+static int mrc_srq_resize(struct mrc_srq *srq, u32 max_wr,
+			  struct ib_udata *udata)
+{
+	struct mrc_dev *mdev = to_mdev(srq->ibsrq.device);
+	struct metaroce_modify_srq cmd = {};
+	u32 max_sge = srq->max_sge, depth, stride;
+	struct mrc_ring nr, old;
+	unsigned long flags;
+	int err;
+
+	if (!max_wr || max_wr > MRC_MAX_SRQ_WR)
+		return -EINVAL;
+	if (udata) {
+		/* a provider that cannot map a new ring sends no address */
+		if (udata->inlen < sizeof(cmd))
+			return -EOPNOTSUPP;
+		err = ib_copy_from_udata(&cmd, udata, sizeof(cmd));
+		if (err)
+			return err;
+		if (cmd.reserved || !cmd.map_addr || cmd.max_sge > MRC_MAX_SGE)
+			return -EINVAL;
+		if (cmd.max_sge)
+			max_sge = cmd.max_sge;
+	}
+	mrc_srq_geometry(max_wr, max_sge, &depth, &stride);
+	err = mrc_ring_alloc(mdev, &nr, depth, stride, udata);
+	if (err)
+		return err;
+	if (udata) {
+		err = mrc_srq_resize_map(srq, &nr, cmd.map_addr);
+		if (err)
+			goto err_ring;
+	}
+	/* kernel posters write the ring under post_lock, users their own */
+	if (srq->is_user) {
+		spin_lock_bh(&srq->lock);
+		err = mrc_srq_swap(srq, &nr, &old, max_wr, max_sge);
+		spin_unlock_bh(&srq->lock);
+	} else {
+		spin_lock_irqsave(&srq->post_lock, flags);
+		spin_lock(&srq->lock);
+		err = mrc_srq_swap(srq, &nr, &old, max_wr, max_sge);
+		spin_unlock(&srq->lock);
+		spin_unlock_irqrestore(&srq->post_lock, flags);
+	}
+	if (err)
+		goto err_ring;
+	/* the provider unmaps the old ring; its pages live until then */
+	mrc_ring_free(&old);
+	return 0;
+
+err_ring:
+	mrc_ring_free(&nr);
+	return err;
+}
+
 int mrc_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		   enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct mrc_srq *srq = to_msrq(ibsrq);
+	u32 max_wr = (mask & IB_SRQ_MAX_WR) ? attr->max_wr : srq->max_wr;
+	u32 limit = (mask & IB_SRQ_LIMIT) ? attr->srq_limit : srq->limit;
+	int err;
 
-	if (mask & IB_SRQ_MAX_WR)
-		return -EOPNOTSUPP;	/* resizing is not supported */
+	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
+		return -EOPNOTSUPP;
+	/* the limit counts WQEs: never above what the SRQ holds */
+	if (limit > max_wr)
+		return -EINVAL;
+	if (mask & IB_SRQ_MAX_WR) {
+		err = mrc_srq_resize(srq, max_wr, udata);
+		if (err)
+			return err;
+	}
 	if (mask & IB_SRQ_LIMIT) {
-		if (attr->srq_limit >= srq->ring.depth)
-			return -EINVAL;
 		spin_lock_bh(&srq->lock);
 		srq->limit = attr->srq_limit;
 		spin_unlock_bh(&srq->lock);
@@ -1078,7 +1213,7 @@ int mrc_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 {
 	struct mrc_srq *srq = to_msrq(ibsrq);
 
-	attr->max_wr = srq->ring.depth - 1;
+	attr->max_wr = srq->max_wr;
 	attr->max_sge = srq->max_sge;
 	attr->srq_limit = srq->limit;
 	return 0;

@@ -136,6 +136,7 @@ static int mrc_query_device(struct ib_device *ibdev,
 	a->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 			      IB_DEVICE_SYS_IMAGE_GUID |
 			      IB_DEVICE_PORT_ACTIVE_EVENT |
+			      IB_DEVICE_SRQ_RESIZE |
 			      IB_DEVICE_MEM_MGT_EXTENSIONS;
 	a->max_fast_reg_page_list_len = MRC_MAX_FRWR_PAGES;
 	a->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
