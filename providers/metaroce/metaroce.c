@@ -35,6 +35,10 @@ METAROCE_SAME(IBV_WR_RDMA_READ, METAROCE_WR_RDMA_READ);
 METAROCE_SAME(IBV_WR_ATOMIC_CMP_AND_SWP, METAROCE_WR_ATOMIC_CMP_AND_SWP);
 METAROCE_SAME(IBV_WR_ATOMIC_FETCH_AND_ADD, METAROCE_WR_ATOMIC_FETCH_AND_ADD);
 METAROCE_SAME(IBV_WR_SEND_WITH_INV, METAROCE_WR_SEND_WITH_INV);
+METAROCE_SAME(IBV_WR_LOCAL_INV, METAROCE_WR_LOCAL_INV);
+METAROCE_SAME(IBV_WR_BIND_MW, METAROCE_WR_BIND_MW);
+METAROCE_SAME(IBV_WC_BIND_MW, METAROCE_WC_BIND_MW);
+METAROCE_SAME(IBV_WC_LOCAL_INV, METAROCE_WC_LOCAL_INV);
 METAROCE_SAME(IBV_SEND_FENCE, METAROCE_SEND_FENCE);
 METAROCE_SAME(IBV_SEND_SIGNALED, METAROCE_SEND_SIGNALED);
 METAROCE_SAME(IBV_SEND_SOLICITED, METAROCE_SEND_SOLICITED);
@@ -264,6 +268,71 @@ static int metaroce_dereg_mr(struct verbs_mr *vmr)
 	if (ret)
 		return ret;
 	free(vmr);
+	return 0;
+}
+
+/* --- memory windows ------------------------------------------------------- */
+
+static struct ibv_mw *metaroce_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp;
+	struct ibv_alloc_mw cmd;
+	struct ibv_mw *mw;
+	int ret;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (ret) {
+		free(mw);
+		errno = ret;
+		return NULL;
+	}
+	return mw;
+}
+
+static int metaroce_dealloc_mw(struct ibv_mw *mw)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_mw(mw);
+	if (ret)
+		return ret;
+	free(mw);
+	return 0;
+}
+
+static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		     struct ibv_send_wr **bad_wr, bool type1);
+
+/*
+ * ibv_bind_mw(): a type 1 window is bound by a BIND_MW work request with
+ * the next key; the window takes it once the request is posted.
+ */
+static int metaroce_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+			    struct ibv_mw_bind *mw_bind)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = mw_bind->wr_id,
+		.opcode = IBV_WR_BIND_MW,
+		.send_flags = mw_bind->send_flags,
+	};
+	struct ibv_send_wr *bad;
+	int ret;
+
+	if (mw->type != IBV_MW_TYPE_1 || mw->pd != qp->pd)
+		return EINVAL;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = mw_bind->bind_info;
+	ret = post_send(qp, &wr, &bad, true);
+	if (ret)
+		return ret;
+	mw->rkey = wr.bind_mw.rkey;
 	return 0;
 }
 
@@ -780,6 +849,8 @@ static int check_send_opcode(enum ibv_qp_type type, enum ibv_wr_opcode op)
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_BIND_MW:
 		return type == IBV_QPT_RC ? 0 : EINVAL;
 	default:
 		return EINVAL;
@@ -880,7 +951,9 @@ static bool wqe_sends_data(const struct metaroce_send_wqe *wqe)
 {
 	return wqe->opcode != IBV_WR_RDMA_READ &&
 	       wqe->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
-	       wqe->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
+	       wqe->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD &&
+	       wqe->opcode != IBV_WR_LOCAL_INV &&
+	       wqe->opcode != IBV_WR_BIND_MW;
 }
 
 /* Start the slot's inline data (empty); wqe_add_inline() appends. */
@@ -905,6 +978,17 @@ static int wqe_add_inline(struct metaroce_queue *q,
 	return 0;
 }
 
+/* A window's binding: see struct metaroce_send_wqe. */
+static void wqe_set_bind(struct metaroce_send_wqe *wqe, uint32_t rkey,
+			 const struct ibv_mw_bind_info *info)
+{
+	wqe->rkey = rkey;
+	wqe->imm_data = info->mr ? info->mr->lkey : 0;
+	wqe->remote_addr = info->addr;
+	wqe->compare_add = info->length;
+	wqe->swap = info->mw_access_flags;
+}
+
 /* The opcode's own fields of an ibv_send_wr. */
 static void wqe_set_from_wr(struct metaroce_qp *qp,
 			    struct metaroce_send_wqe *wqe,
@@ -916,7 +1000,11 @@ static void wqe_set_from_wr(struct metaroce_qp *qp,
 		wqe->imm_data = (__force uint32_t)wr->imm_data;
 		break;
 	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_LOCAL_INV:
 		wqe->imm_data = wr->invalidate_rkey;
+		break;
+	case IBV_WR_BIND_MW:
+		wqe_set_bind(wqe, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
 		break;
 	default:
 		break;
@@ -946,7 +1034,7 @@ static void wqe_set_from_wr(struct metaroce_qp *qp,
 
 /* Fill one send slot from a work request; nothing is published here. */
 static int write_send_wqe(struct metaroce_qp *qp, struct metaroce_send_wqe *wqe,
-			  const struct ibv_send_wr *wr)
+			  const struct ibv_send_wr *wr, bool type1)
 {
 	struct metaroce_queue *q = &qp->sq;
 	int ret, i;
@@ -954,6 +1042,11 @@ static int write_send_wqe(struct metaroce_qp *qp, struct metaroce_send_wqe *wqe,
 	if (wr->num_sge < 0)
 		return EINVAL;
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
+		return EINVAL;
+	/* ibv_post_send binds type 2 windows, ibv_bind_mw() type 1 */
+	if (wr->opcode == IBV_WR_BIND_MW &&
+	    (!wr->bind_mw.mw || wr->bind_mw.mw->pd != qp->vqp.qp.pd ||
+	     wr->bind_mw.mw->type != (type1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2)))
 		return EINVAL;
 	ret = wqe_init(qp, wqe, wr->wr_id, wr->opcode, wr->send_flags);
 	if (ret)
@@ -1007,8 +1100,9 @@ static int metaroce_ring_doorbell(struct ibv_qp *ibqp)
 	return ibv_cmd_post_send(ibqp, NULL, &bad);
 }
 
-static int metaroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-			      struct ibv_send_wr **bad_wr)
+/* @type1: the type 1 window bind of ibv_bind_mw(), not ibv_post_send() */
+static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		     struct ibv_send_wr **bad_wr, bool type1)
 {
 	struct metaroce_qp *qp = to_mqp(ibqp);
 	struct metaroce_queue *q = &qp->sq;
@@ -1036,7 +1130,7 @@ static int metaroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			ret = ENOMEM;
 			break;
 		}
-		ret = write_send_wqe(qp, wqe, wr);
+		ret = write_send_wqe(qp, wqe, wr, type1);
 		if (ret)
 			break;
 		prod++;
@@ -1058,6 +1152,12 @@ static int metaroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			ret = db;
 	}
 	return ret;
+}
+
+static int metaroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			      struct ibv_send_wr **bad_wr)
+{
+	return post_send(ibqp, wr, bad_wr, false);
 }
 
 /*
@@ -1260,21 +1360,34 @@ static void mrc_wr_set_inline_data(struct ibv_qp_ex *ibqpx, void *addr,
 	mrc_wr_set_inline_data_list(ibqpx, 1, &buf);
 }
 
-/*
- * Operations the device does not have.  create_qp_ex refuses their flags;
- * a caller that uses them anyway gets EOPNOTSUPP from wr_complete.
- */
 static void mrc_wr_bind_mw(struct ibv_qp_ex *ibqpx, struct ibv_mw *mw,
 			   uint32_t rkey, const struct ibv_mw_bind_info *info)
 {
-	wr_fail(to_mqp(&ibqpx->qp_base), EOPNOTSUPP);
+	struct metaroce_qp *qp = to_mqp(&ibqpx->qp_base);
+	struct metaroce_send_wqe *wqe;
+
+	if (!mw || mw->type != IBV_MW_TYPE_2 || mw->pd != ibqpx->qp_base.pd) {
+		wr_check_prev(qp);
+		wr_fail(qp, EINVAL);
+		return;
+	}
+	wqe = wr_begin(ibqpx, IBV_WR_BIND_MW);
+	if (wqe)
+		wqe_set_bind(wqe, rkey, info);
 }
 
 static void mrc_wr_local_inv(struct ibv_qp_ex *ibqpx, uint32_t rkey)
 {
-	wr_fail(to_mqp(&ibqpx->qp_base), EOPNOTSUPP);
+	struct metaroce_send_wqe *wqe = wr_begin(ibqpx, IBV_WR_LOCAL_INV);
+
+	if (wqe)
+		wqe->imm_data = rkey;
 }
 
+/*
+ * Operations the device does not have.  create_qp_ex refuses their flags;
+ * a caller that uses them anyway gets EOPNOTSUPP from wr_complete.
+ */
 static void mrc_wr_send_tso(struct ibv_qp_ex *ibqpx, void *hdr,
 			    uint16_t hdr_sz, uint16_t mss)
 {
@@ -1383,7 +1496,8 @@ static void qp_set_wr_ops(struct ibv_qp_ex *x)
 	(METAROCE_UD_SEND_OPS | IBV_QP_EX_WITH_SEND_WITH_INV |                 \
 	 IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |      \
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |        \
-	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW |        \
+	 IBV_QP_EX_WITH_LOCAL_INV)
 
 static int check_qp_init_attr_ex(struct ibv_context *ctx,
 				 const struct ibv_qp_init_attr_ex *attr)
@@ -1410,7 +1524,7 @@ static int check_qp_init_attr_ex(struct ibv_context *ctx,
 	default:
 		return EOPNOTSUPP;
 	}
-	/* ATOMIC_WRITE, BIND_MW, LOCAL_INV, TSO, FLUSH, ... */
+	/* ATOMIC_WRITE, TSO, FLUSH, ... */
 	if (attr->send_ops_flags & ~ops)
 		return EOPNOTSUPP;
 	return check_qp_type(ctx, attr->qp_type);
@@ -1656,13 +1770,16 @@ static void metaroce_free_context(struct ibv_context *ibctx)
 }
 
 static const struct verbs_context_ops metaroce_ctx_ops = {
+	.alloc_mw = metaroce_alloc_mw,
 	.alloc_pd = metaroce_alloc_pd,
+	.bind_mw = metaroce_bind_mw,
 	.create_ah = metaroce_create_ah,
 	.create_cq = metaroce_create_cq,
 	.create_cq_ex = metaroce_create_cq_ex,
 	.create_qp = metaroce_create_qp,
 	.create_qp_ex = metaroce_create_qp_ex,
 	.create_srq = metaroce_create_srq,
+	.dealloc_mw = metaroce_dealloc_mw,
 	.dealloc_pd = metaroce_dealloc_pd,
 	.dereg_mr = metaroce_dereg_mr,
 	.destroy_ah = metaroce_destroy_ah,

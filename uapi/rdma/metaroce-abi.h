@@ -68,6 +68,8 @@ enum metaroce_wr_opcode {
 	METAROCE_WR_RDMA_READ		= 4,
 	METAROCE_WR_ATOMIC_CMP_AND_SWP	= 5,
 	METAROCE_WR_ATOMIC_FETCH_AND_ADD = 6,
+	METAROCE_WR_LOCAL_INV		= 7,
+	METAROCE_WR_BIND_MW		= 8,
 	METAROCE_WR_SEND_WITH_INV	= 9,
 };
 
@@ -87,11 +89,16 @@ enum metaroce_send_flags {
  * @num_sge: number of struct metaroce_sge following the header; with
  *	METAROCE_SEND_INLINE, 0 and @inline_len bytes of data follow instead.
  * @inline_len: length of the inline data.
- * @imm_data: immediate data (network order) or the rkey to invalidate.
- * @remote_addr: RDMA and atomic target address.
- * @rkey: RDMA and atomic target key.
- * @compare_add: atomic compare value (CMP_AND_SWP) or addend (FETCH_AND_ADD).
- * @swap: atomic swap value.
+ * @imm_data: immediate data (network order) or the rkey to invalidate
+ *	(SEND_WITH_INV, LOCAL_INV); BIND_MW: the lkey of the MR to bind.
+ * @remote_addr: RDMA and atomic target address; BIND_MW: the window's
+ *	first byte.
+ * @rkey: RDMA and atomic target key; BIND_MW: the window's new rkey (its
+ *	index bits, all but the low 8, name the window).
+ * @compare_add: atomic compare value (CMP_AND_SWP) or addend
+ *	(FETCH_AND_ADD); BIND_MW: the window's length (0: unbind, type 1).
+ * @swap: atomic swap value; BIND_MW: the window's IB_ACCESS_REMOTE_*
+ *	rights.
  * @ud: UD destination: @ud.ah, the AH number create_ah returned
  *	(struct metaroce_create_ah_resp, not the uverbs handle), @ud.remote_qpn
  *	(24 bits) and @ud.remote_qkey (with bit 31 set the QP's own Q_Key is
@@ -138,6 +145,8 @@ enum metaroce_wc_opcode {
 	METAROCE_WC_RDMA_READ		= 2,
 	METAROCE_WC_COMP_SWAP		= 3,
 	METAROCE_WC_FETCH_ADD		= 4,
+	METAROCE_WC_BIND_MW		= 5,
+	METAROCE_WC_LOCAL_INV		= 6,
 	METAROCE_WC_RECV		= 128,
 	METAROCE_WC_RECV_RDMA_WITH_IMM	= 129,
 };

@@ -334,6 +334,12 @@ static void test_wr_api(void)
 				 { 0x3000, 4, 3 } };
 	struct ibv_data_buf buf[2];
 	uint32_t start = 0xfffffffe;
+	struct ibv_mr mr = { .lkey = 0x4d };
+	struct ibv_mw_bind_info bi = {
+		.mr = &mr, .addr = 0x5000, .length = 0x100,
+		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+	struct ibv_mw mw = {};
 	char data[64];
 	int db, i;
 
@@ -425,7 +431,7 @@ static void test_wr_api(void)
 	ibv_wr_set_sge(x, 1, 0x1000, 1);
 	assert(ibv_wr_complete(x) == EINVAL);
 	ibv_wr_start(x);
-	ibv_wr_local_inv(x, 5);
+	ibv_wr_send_tso(x, data, 4, 1);
 	assert(ibv_wr_complete(x) == EOPNOTSUPP);
 	assert(q->hdr->prod == start + 3 && doorbells == db + 1);
 
@@ -469,6 +475,30 @@ static void test_wr_api(void)
 	assert(wqe->wr_id == 9 && wqe->opcode == METAROCE_WR_SEND_WITH_IMM);
 	assert(wqe->ud.ah == 33 && wqe->ud.remote_qpn == 0xabcdef);
 	assert(wqe->ud.remote_qkey == 0x11111111 && wqe->num_sge == 1);
+
+	/* windows: type 2 bound by wr_bind_mw, type 1 refused there */
+	x->qp_base.qp_type = IBV_QPT_RC;
+	q->hdr->cons = q->hdr->prod;
+	mw.pd = x->qp_base.pd;
+	mw.type = IBV_MW_TYPE_1;
+	ibv_wr_start(x);
+	ibv_wr_bind_mw(x, &mw, 0x1202, &bi);
+	assert(ibv_wr_complete(x) == EINVAL && q->hdr->prod == start + 8);
+	mw.type = IBV_MW_TYPE_2;
+	ibv_wr_start(x);
+	x->wr_id = 10;
+	ibv_wr_bind_mw(x, &mw, 0x1202, &bi);
+	x->wr_id = 11;
+	ibv_wr_local_inv(x, 0x1202);
+	assert(ibv_wr_complete(x) == 0 && q->hdr->prod == start + 10);
+	wqe = ring_slot(q, start + 8);
+	assert(wqe->wr_id == 10 && wqe->opcode == METAROCE_WR_BIND_MW);
+	assert(wqe->rkey == 0x1202 && wqe->imm_data == 0x4d);
+	assert(wqe->remote_addr == 0x5000 && wqe->compare_add == 0x100);
+	assert(wqe->swap == IBV_ACCESS_REMOTE_WRITE && wqe->num_sge == 0);
+	wqe = ring_slot(q, start + 9);
+	assert(wqe->wr_id == 11 && wqe->opcode == METAROCE_WR_LOCAL_INV);
+	assert(wqe->imm_data == 0x1202);
 	free(q->map);
 }
 
@@ -487,9 +517,11 @@ static void test_create_flags(void)
 	assert(check_qp_init_attr_ex(ctx, &a) == 0);
 	a.send_ops_flags |= IBV_QP_EX_WITH_ATOMIC_WRITE;
 	assert(check_qp_init_attr_ex(ctx, &a) == EOPNOTSUPP);
-	a.send_ops_flags = IBV_QP_EX_WITH_BIND_MW;
+	a.send_ops_flags = IBV_QP_EX_WITH_TSO;
 	assert(check_qp_init_attr_ex(ctx, &a) == EOPNOTSUPP);
 	a.qp_type = IBV_QPT_UD;
+	a.send_ops_flags = IBV_QP_EX_WITH_BIND_MW;
+	assert(check_qp_init_attr_ex(ctx, &a) == EOPNOTSUPP);
 	a.send_ops_flags = IBV_QP_EX_WITH_SEND;
 	assert(check_qp_init_attr_ex(ctx, &a) == 0);
 	a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;

@@ -208,6 +208,7 @@ struct mrc_dev {
 	u64 guid;
 	struct xarray qpn_xa;		/* QPN -> struct mrc_qp_handle */
 	struct xarray mr_xa;		/* key index -> struct mrc_mr */
+	spinlock_t mw_lock;		/* every MR's mw_binds and dead */
 	spinlock_t key_lock;		/* the counters below */
 	struct xarray srq_xa;
 	u32 next_srq;
@@ -361,6 +362,7 @@ enum mrc_mr_type {
 	MRC_MR_DMA,			/* kernel virtual addresses, all memory */
 	MRC_MR_USER,			/* pinned user pages */
 	MRC_MR_FRWR,			/* kernel pages bound by IB_WR_REG_MR */
+	MRC_MR_MW,			/* a memory window: a user MR's range */
 };
 
 /**
@@ -408,7 +410,26 @@ struct mrc_mr {
 	refcount_t ref;
 	struct completion done;
 	struct rcu_head rcu;		/* lookups may still read a dead MR */
+	/* a user MR: windows may be bound to it (mdev->mw_lock) */
+	bool mw_bind;			/* IB_ACCESS_MW_BIND */
+	bool dead;			/* deregistering: no new binds */
+	u32 mw_binds;			/* windows bound to it now */
+	/* MRC_MR_MW: the window's binding, under @lock like the key */
+	struct mrc_mr *mw_mr;		/* the MR bound, referenced, or NULL */
+	u32 mw_qpn;			/* type 2: the QP bound through; else 0 */
+	u8 mw_type;			/* IB_MW_TYPE_1 or IB_MW_TYPE_2 */
 };
+
+/* a memory window: its state lives in @win, a key like an MR's */
+struct mrc_mw {
+	struct ib_mw ibmw;
+	struct mrc_mr *win;
+};
+
+static inline struct mrc_mw *to_mmw(struct ib_mw *mw)
+{
+	return container_of(mw, struct mrc_mw, ibmw);
+}
 
 static inline struct mrc_mr *to_mmr(struct ib_mr *mr)
 {
@@ -725,13 +746,21 @@ int mrc_cq_post(struct mrc_cq *cq, const struct metaroce_cqe *cqe,
 		bool solicited);
 
 /*
- * Kernel-only work requests and completions (not in the provider ABI):
- * the values of enum ib_wr_opcode and enum ib_wc_opcode.
+ * Local work requests and their completions: the values of enum
+ * ib_wr_opcode and enum ib_wc_opcode.  REG_MR is kernel-only; LOCAL_INV
+ * and BIND_MW are also in the provider ABI (METAROCE_WR_LOCAL_INV,
+ * METAROCE_WR_BIND_MW), with the same values.
  */
 #define MRC_WR_LOCAL_INV	IB_WR_LOCAL_INV
+#define MRC_WR_BIND_MW		IB_WR_BIND_MW
 #define MRC_WR_REG_MR		IB_WR_REG_MR
 #define MRC_WC_LOCAL_INV	IB_WC_LOCAL_INV
+#define MRC_WC_BIND_MW		IB_WC_BIND_MW
 #define MRC_WC_REG_MR		IB_WC_REG_MR
+static_assert((int)MRC_WR_LOCAL_INV == (int)METAROCE_WR_LOCAL_INV);
+static_assert((int)MRC_WR_BIND_MW == (int)METAROCE_WR_BIND_MW);
+static_assert((int)MRC_WC_LOCAL_INV == (int)METAROCE_WC_LOCAL_INV);
+static_assert((int)MRC_WC_BIND_MW == (int)METAROCE_WC_BIND_MW);
 
 /* mrc_mr.c */
 struct ib_mr *mrc_get_dma_mr(struct ib_pd *ibpd, int access);
@@ -741,7 +770,12 @@ int mrc_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		  unsigned int *sg_offset);
 int mrc_mr_reg(struct mrc_dev *mdev, struct mrc_pd *pd, u64 cookie, u32 key,
 	       int access);
-int mrc_mr_invalidate(struct mrc_dev *mdev, struct mrc_pd *pd, u32 key);
+int mrc_mr_invalidate(struct mrc_dev *mdev, struct mrc_pd *pd, u32 key,
+		      u32 qpn);
+int mrc_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int mrc_dealloc_mw(struct ib_mw *ibmw);
+int mrc_mw_bind(struct mrc_dev *mdev, struct mrc_pd *pd, u32 qpn,
+		const struct metaroce_send_wqe *w);
 int mrc_mr_access(struct mrc_mr *mr, u32 key, u64 va, u64 len, u32 need,
 		  int (*fn)(struct mrc_mr *mr, void *arg), void *arg);
 struct ib_mr *mrc_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,

@@ -236,6 +236,7 @@ static int mrc_newlink(const char *name, struct net_device *ndev)
 	xa_init_flags(&mdev->mr_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&mdev->srq_xa, XA_FLAGS_ALLOC1);
 	spin_lock_init(&mdev->key_lock);
+	spin_lock_init(&mdev->mw_lock);
 
 	err = mrc_net_attach(mdev);
 	if (err)

@@ -158,6 +158,7 @@ struct ib_mr *mrc_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->region.length = length;
 	mr->ibmr.iova = iova;
 	mr->ibmr.length = length;
+	mr->mw_bind = !!(access & IB_ACCESS_MW_BIND);
 	err = mrc_mr_publish(mr);
 	if (err)
 		goto err;
@@ -171,7 +172,17 @@ err:
 int mrc_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct mrc_mr *mr = to_mmr(ibmr);
+	struct mrc_dev *mdev = mr->mdev;
+	unsigned long flags;
 
+	/* a window bound to it holds a reference: unbind them first */
+	spin_lock_irqsave(&mdev->mw_lock, flags);
+	if (mr->mw_binds) {
+		spin_unlock_irqrestore(&mdev->mw_lock, flags);
+		return -EBUSY;
+	}
+	mr->dead = true;
+	spin_unlock_irqrestore(&mdev->mw_lock, flags);
 	xa_erase(&mr->mdev->mr_xa, ibmr->lkey >> 8);
 	/* wait for packets that are copying into or out of it */
 	mrc_mr_put(mr);
@@ -370,39 +381,238 @@ int mrc_mr_reg(struct mrc_dev *mdev, struct mrc_pd *pd, u64 cookie, u32 key,
 	return err;
 }
 
+/* drop a window's binding (@win->lock held) */
+static void mrc_mw_unbind(struct mrc_mr *win)
+{
+	struct mrc_dev *mdev = win->mdev;
+	struct mrc_mr *mr = win->mw_mr;
+
+	win->valid = false;
+	win->mw_qpn = 0;
+	if (!mr)
+		return;
+	win->mw_mr = NULL;
+	win->pages = NULL;
+	win->npages = 0;
+	spin_lock(&mdev->mw_lock);
+	mr->mw_binds--;
+	spin_unlock(&mdev->mw_lock);
+	mrc_mr_put(mr);
+}
+
 /**
- * mrc_mr_invalidate() - invalidate an FRWR MR (IB_WR_LOCAL_INV, or the
- * R_Key of a received SEND_WITH_INV).
+ * mrc_mr_invalidate() - invalidate an FRWR MR or a type 2 memory window
+ * (IB_WR_LOCAL_INV, or the R_Key of a received SEND_WITH_INV).
  * @mdev: device.
  * @pd: the PD of the QP that invalidates.
- * @key: the key, which must be the MR's current one.
+ * @key: the key, which must be the MR's or window's current one.
+ * @qpn: the QP that invalidates: a window only through the QP it was
+ *	bound through.
  *
  * On return no access through the key is in progress, and none starts.
  * Invalidating an MR already invalid under the same key succeeds.
  *
- * Return: 0, or -EINVAL if @key names no FRWR MR of @pd (other MRs are
- * never invalidated).
+ * Return: 0, or -EINVAL if @key names no FRWR MR or type 2 window of @pd
+ * (other MRs are never invalidated), or a window of another QP.
  */
-int mrc_mr_invalidate(struct mrc_dev *mdev, struct mrc_pd *pd, u32 key)
+int mrc_mr_invalidate(struct mrc_dev *mdev, struct mrc_pd *pd, u32 key,
+		      u32 qpn)
 {
 	struct mrc_mr *mr = mrc_mr_get(mdev, key);
 	unsigned long flags;
+	bool mw;
 	int err = 0;
 
 	if (!mr)
 		return -EINVAL;
-	if (mr->type != MRC_MR_FRWR || mr->pd != pd) {
+	mw = mr->type == MRC_MR_MW && mr->mw_type == IB_MW_TYPE_2;
+	if ((mr->type != MRC_MR_FRWR && !mw) || mr->pd != pd) {
 		mrc_mr_put(mr);
 		return -EINVAL;
 	}
 	spin_lock_irqsave(&mr->lock, flags);
-	if (mr->key == key)
-		mr->valid = false;
-	else
+	if (mr->key != key)
 		err = -EINVAL;
+	else if (!mw)
+		mr->valid = false;
+	else if (mr->valid && mr->mw_qpn != qpn)
+		err = -EINVAL;
+	else
+		mrc_mw_unbind(mr);
 	spin_unlock_irqrestore(&mr->lock, flags);
 	mrc_mr_put(mr);
 	return err;
+}
+
+/* IB_ACCESS_* a bind may name (a window grants only the remote ones) */
+#define MRC_MW_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ | \
+			 IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)
+
+/*
+ * The MR a window is bound to, referenced and counted: a user MR of @pd
+ * registered with IB_ACCESS_MW_BIND that holds the whole range and the
+ * local write right that remote writes and atomics need.
+ */
+static struct mrc_mr *mrc_mw_target(struct mrc_dev *mdev, struct mrc_pd *pd,
+				    u32 lkey, u64 addr, u64 len, int access)
+{
+	struct mrc_mr *mr = mrc_mr_get(mdev, lkey);
+	unsigned long flags;
+	bool ok;
+
+	if (!mr)
+		return NULL;
+	ok = mr->type == MRC_MR_USER && mr->pd == pd && mr->mw_bind &&
+	     addr >= mr->region.iova && addr + len >= addr &&
+	     addr + len <= mr->region.iova + mr->region.length &&
+	     (!(access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) ||
+	      (mr->region.access & MRC_ACC_LOCAL_WRITE));
+	if (ok) {
+		spin_lock_irqsave(&mdev->mw_lock, flags);
+		ok = !mr->dead;
+		if (ok)
+			mr->mw_binds++;
+		spin_unlock_irqrestore(&mdev->mw_lock, flags);
+	}
+	if (!ok) {
+		mrc_mr_put(mr);
+		return NULL;
+	}
+	return mr;
+}
+
+/* the window @win shows [@addr, @addr + @len) of @mr (@win->lock held) */
+static void mrc_mw_set(struct mrc_mr *win, struct mrc_mr *mr, u64 addr,
+		       u64 len, int access, u32 key, u32 qpn)
+{
+	u64 off = mr->page_off + (addr - mr->region.iova);
+
+	win->mw_mr = mr;
+	win->pages = mr->pages + (off >> PAGE_SHIFT);
+	win->npages = mr->npages - (off >> PAGE_SHIFT);
+	win->page_off = off & ~PAGE_MASK;
+	win->page_shift = PAGE_SHIFT;
+	win->region.iova = addr;
+	win->region.length = len;
+	win->region.access = mrc_access_to_mrc(access) & ~MRC_ACC_LOCAL_WRITE;
+	win->mw_qpn = win->mw_type == IB_MW_TYPE_2 ? qpn : 0;
+	WRITE_ONCE(win->key, key);
+	win->valid = true;
+}
+
+/**
+ * mrc_mw_bind() - execute a BIND_MW work request.
+ * @mdev: device.
+ * @pd: the posting QP's PD.
+ * @qpn: the posting QP; a type 2 window answers only through it.
+ * @w: the request: @w->rkey the window's new key (its index bits name
+ *	the window), @w->imm_data the MR's lkey, @w->remote_addr and
+ *	@w->compare_add the range, @w->swap the IB_ACCESS_* rights.
+ *
+ * A type 1 window is rebound (a zero length unbinds it); a type 2 window
+ * must be unbound (invalidated) first.  Zero-based windows are refused.
+ *
+ * Return: 0, or -EINVAL for any bad part of the request.
+ */
+int mrc_mw_bind(struct mrc_dev *mdev, struct mrc_pd *pd, u32 qpn,
+		const struct metaroce_send_wqe *w)
+{
+	struct mrc_mr *win = mrc_mr_get_idx(mdev, w->rkey), *mr = NULL;
+	u64 len = w->compare_add;
+	unsigned long flags;
+	int err = 0;
+
+	if (!win)
+		return -EINVAL;
+	if (win->type != MRC_MR_MW || win->pd != pd ||
+	    (w->swap & ~(u64)MRC_MW_ACCESS) ||
+	    (!len && win->mw_type == IB_MW_TYPE_2)) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (len) {
+		mr = mrc_mw_target(mdev, pd, w->imm_data, w->remote_addr, len,
+				   (int)w->swap);
+		if (!mr) {
+			err = -EINVAL;
+			goto out;
+		}
+	}
+	spin_lock_irqsave(&win->lock, flags);
+	if (win->mw_type == IB_MW_TYPE_2 && win->valid) {
+		err = -EINVAL;	/* invalidate it first */
+	} else {
+		mrc_mw_unbind(win);
+		if (mr)
+			mrc_mw_set(win, mr, w->remote_addr, len, (int)w->swap,
+				   w->rkey, qpn);
+		else
+			WRITE_ONCE(win->key, w->rkey);
+		mr = NULL;
+	}
+	spin_unlock_irqrestore(&win->lock, flags);
+	if (mr) {
+		spin_lock_irqsave(&mdev->mw_lock, flags);
+		mr->mw_binds--;
+		spin_unlock_irqrestore(&mdev->mw_lock, flags);
+		mrc_mr_put(mr);
+	}
+out:
+	mrc_mr_put(win);
+	return err;
+}
+
+/**
+ * mrc_alloc_mw() - a memory window of type 1 or 2, unbound.
+ * @ibmw: the window (type and PD set by the core).
+ * @udata: user data (unused).
+ *
+ * Return: 0; -EINVAL for another type; -ENOMEM.
+ */
+int mrc_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct mrc_mw *mw = to_mmw(ibmw);
+	struct mrc_mr *win;
+	int err;
+
+	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
+		return -EINVAL;
+	win = mrc_mr_new(ibmw->pd, 0);
+	if (IS_ERR(win))
+		return PTR_ERR(win);
+	win->type = MRC_MR_MW;
+	win->mw_type = ibmw->type;
+	win->valid = false;
+	err = mrc_mr_publish(win);
+	if (err) {
+		mrc_mr_release(win);
+		return err;
+	}
+	ibmw->rkey = win->key;
+	mw->win = win;
+	return 0;
+}
+
+/**
+ * mrc_dealloc_mw() - free a window; its binding goes first.
+ * @ibmw: the window.
+ *
+ * Return: 0.
+ */
+int mrc_dealloc_mw(struct ib_mw *ibmw)
+{
+	struct mrc_mr *win = to_mmw(ibmw)->win;
+	unsigned long flags;
+
+	xa_erase(&win->mdev->mr_xa, win->key >> 8);
+	spin_lock_irqsave(&win->lock, flags);
+	mrc_mw_unbind(win);
+	spin_unlock_irqrestore(&win->lock, flags);
+	/* wait for packets that are copying through it */
+	mrc_mr_put(win);
+	wait_for_completion(&win->done);
+	mrc_mr_release(win);
+	return 0;
 }
 
 /* may @key reach [@va, @va + @len) of @mr with @need (FRWR: locked)? */
@@ -438,7 +648,7 @@ int mrc_mr_access(struct mrc_mr *mr, u32 key, u64 va, u64 len, u32 need,
 	unsigned long flags;
 	int err;
 
-	if (mr->type != MRC_MR_FRWR) {
+	if (mr->type != MRC_MR_FRWR && mr->type != MRC_MR_MW) {
 		err = mrc_mr_check(mr, key, va, len, need);
 		return err || !fn ? err : fn(mr, arg);
 	}
@@ -711,7 +921,8 @@ static int mrc_sge_walk(struct mrc_dev *mdev, struct mrc_pd *pd,
 		mr = mrc_mr_get(mdev, sge[i].lkey);
 		if (!mr)
 			return -EACCES;
-		if (mr->pd != pd) {
+		/* a window's key is an R_Key only */
+		if (mr->pd != pd || mr->type == MRC_MR_MW) {
 			mrc_mr_put(mr);
 			return -EACCES;
 		}

@@ -195,9 +195,14 @@ static u8 mrc_swqe_load(struct mrc_qp *qp, u32 idx)
 	s->started = true;
 	s->shift = mrc_req_seg_shift(qp);
 	s->op = mrc_wr_op(w->opcode);
-	/* kernel QPs only: a user ring cannot name an MR by pointer */
-	if (!s->op && !qp->is_user &&
-	    (w->opcode == MRC_WR_REG_MR || w->opcode == MRC_WR_LOCAL_INV)) {
+	/*
+	 * REG_MR on kernel QPs only: a user ring cannot name an MR by
+	 * pointer.  BIND_MW from users only: kernel ULPs have no windows.
+	 */
+	if (!s->op && (w->opcode == MRC_WR_LOCAL_INV ||
+		       (w->opcode == MRC_WR_REG_MR && !qp->is_user) ||
+		       (w->opcode == MRC_WR_BIND_MW && qp->is_user &&
+			qp->ibqp.qp_type == IB_QPT_RC))) {
 		s->local = true;
 		return IB_WC_SUCCESS;
 	}
@@ -431,6 +436,9 @@ static void mrc_cqe_send(struct mrc_qp *qp, struct mrc_swqe *s, u8 status)
 		break;
 	case MRC_WR_REG_MR:
 		c.opcode = MRC_WC_REG_MR;
+		break;
+	case MRC_WR_BIND_MW:
+		c.opcode = MRC_WC_BIND_MW;
 		break;
 	default:
 		c.opcode = METAROCE_WC_SEND;
@@ -695,11 +703,19 @@ static u8 mrc_req_local(struct mrc_qp *qp, struct mrc_swqe *s)
 {
 	int err;
 
-	if (s->wr.opcode == MRC_WR_REG_MR)
+	switch (s->wr.opcode) {
+	case MRC_WR_REG_MR:
 		err = mrc_mr_reg(qp->mdev, qp->pd, s->wr.remote_addr,
 				 s->wr.rkey, (int)s->wr.compare_add);
-	else
-		err = mrc_mr_invalidate(qp->mdev, qp->pd, s->wr.imm_data);
+		break;
+	case MRC_WR_BIND_MW:
+		err = mrc_mw_bind(qp->mdev, qp->pd, qp->ibqp.qp_num, &s->wr);
+		return err ? IB_WC_MW_BIND_ERR : IB_WC_SUCCESS;
+	default:
+		err = mrc_mr_invalidate(qp->mdev, qp->pd, s->wr.imm_data,
+					qp->ibqp.qp_num);
+		break;
+	}
 	return err ? IB_WC_LOC_PROT_ERR : IB_WC_SUCCESS;
 }
 

@@ -354,7 +354,8 @@ static bool mrc_resp_complete(struct mrc_qp *qp)
 		if (stopping && !mrc_psn_lt(m->last_psn, stop))
 			break;	/* after a WRITE that fails: never completes */
 		if (m->has_inv) {
-			if (mrc_mr_invalidate(qp->mdev, qp->pd, m->imm)) {
+			if (mrc_mr_invalidate(qp->mdev, qp->pd, m->imm,
+					      qp->ibqp.qp_num)) {
 				mrc_resp_inv_fail(qp, m);
 				return true;
 			}
@@ -454,7 +455,13 @@ static struct mrc_mr *mrc_target_mr(struct mrc_qp *qp, u32 rkey, int qp_acc)
 	if (!(qp->access & qp_acc))
 		return NULL;
 	mr = mrc_mr_get(qp->mdev, rkey);
-	if (mr && mr->pd != qp->pd) {
+	/*
+	 * A type 2 window answers only through the QP it was bound through;
+	 * rebinding it takes a new key, which mrc_mr_access() checks.
+	 */
+	if (mr && (mr->pd != qp->pd ||
+		   (mr->type == MRC_MR_MW && READ_ONCE(mr->mw_qpn) &&
+		    READ_ONCE(mr->mw_qpn) != qp->ibqp.qp_num))) {
 		mrc_mr_put(mr);
 		return NULL;
 	}

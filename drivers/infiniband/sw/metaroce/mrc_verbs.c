@@ -137,6 +137,8 @@ static int mrc_query_device(struct ib_device *ibdev,
 			      IB_DEVICE_SYS_IMAGE_GUID |
 			      IB_DEVICE_PORT_ACTIVE_EVENT |
 			      IB_DEVICE_SRQ_RESIZE |
+			      IB_DEVICE_MEM_WINDOW |
+			      IB_DEVICE_MEM_WINDOW_TYPE_2B |
 			      IB_DEVICE_MEM_MGT_EXTENSIONS;
 	a->max_fast_reg_page_list_len = MRC_MAX_FRWR_PAGES;
 	a->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
@@ -146,6 +148,7 @@ static int mrc_query_device(struct ib_device *ibdev,
 	a->max_cq = MRC_MAX_CQ;
 	a->max_cqe = MRC_MAX_CQE;
 	a->max_mr = MRC_MAX_MR;
+	a->max_mw = MRC_MAX_MR;	/* windows and MRs share the key space */
 	a->max_pd = MRC_MAX_PD;
 	a->max_qp_rd_atom = MRC_MAX_RD_ATOM;
 	a->max_qp_init_rd_atom = MRC_MAX_RD_ATOM;
@@ -346,6 +349,7 @@ static const struct ib_device_ops mrc_dev_ops = {
 
 	.alloc_hw_port_stats = mrc_alloc_hw_port_stats,
 	.alloc_mr = mrc_alloc_mr,
+	.alloc_mw = mrc_alloc_mw,
 	.alloc_pd = mrc_alloc_pd,
 	.alloc_ucontext = mrc_alloc_ucontext,
 	.create_ah = mrc_create_ah,
@@ -354,6 +358,7 @@ static const struct ib_device_ops mrc_dev_ops = {
 	.create_srq = mrc_create_srq,
 	.create_user_ah = mrc_create_ah,
 	.dealloc_driver = mrc_dealloc_driver,
+	.dealloc_mw = mrc_dealloc_mw,
 	.dealloc_pd = mrc_dealloc_pd,
 	.dealloc_ucontext = mrc_dealloc_ucontext,
 	.dereg_mr = mrc_dereg_mr,
@@ -394,6 +399,7 @@ static const struct ib_device_ops mrc_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_cq, mrc_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, mrc_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, mrc_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_mw, mrc_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_srq, mrc_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, mrc_ucontext, ibuc),
 };
