@@ -95,6 +95,13 @@
 #          other three hosts into rank 0's host throughout (8 -> 1 incast
 #          background: 4 hosts have 3 senders, not 8). Records the per-step
 #          times (p50/p99/max, CDF in report.py).
+#   nvme   NVMe over Fabrics (issue 45): an nvmet-rdma target (file
+#          namespace in /dev/shm) and the kernel's nvme-rdma host in
+#          init_net on the rxe topology's wires, one provider's devices at
+#          a time; fio 128 KiB sequential writes, then reads (libaio,
+#          O_DIRECT, iodepth 16) for NVME_DUR s each, shaped to 100
+#          Mbit/s as in loss: lossless and at NVME_LOSS % random loss on
+#          both directions. Bandwidth and p99 completion latency.
 #   perf   (opt-in) ib_write_lat / ib_send_lat as in lat (or the tools
 #          of METAROCE_BENCH_PERF_TOOLS), the client
 #          under `perf record -a -e cpu-clock` (the guest has no PMU; the
@@ -119,7 +126,7 @@
 #
 # Environment (only METAROCE_* / MRC_* reach the guest):
 #   METAROCE_BENCH             scenarios (default loss,ops,eff,lat,recov,mp,
-#                              incast)
+#                              incast,nvme)
 #   METAROCE_BENCH_QUICK=1     fewer loss points and repetitions, shorter runs
 #   METAROCE_BENCH_PROVIDERS   default metaroce,rxe
 #   METAROCE_BENCH_CONFIGS     loss configurations MTU:MBIT (default
@@ -195,6 +202,8 @@
 #                              NCCL's); _MAX_S a run ends after the step
 #                              that passes it (1800, quick 120); _TIMEOUT
 #                              per run in s (300 + 20/step)
+#   METAROCE_BENCH_NVME_DUR    nvme: seconds per fio run (default 15, quick 8)
+#   METAROCE_BENCH_NVME_LOSS   nvme: the lossy condition's loss in % (1)
 #   METAROCE_BENCH_PROF_TOP / _DUR  prof scenario: functions kept (40),
 #                              ib_write_bw seconds (3)
 #   METAROCE_BENCH_PERF_HZ / _TOP  perf scenario: sampling rate (2000 Hz),
@@ -214,7 +223,7 @@ trap topo_cleanup EXIT
 
 QUICK=${METAROCE_BENCH_QUICK:-0}
 [ "$QUICK" = 1 ] || QUICK=0
-SCENARIOS=${METAROCE_BENCH:-loss,ops,eff,lat,recov,mp,incast}
+SCENARIOS=${METAROCE_BENCH:-loss,ops,eff,lat,recov,mp,incast,nvme}
 IFS=, read -ra PROVS <<<"${METAROCE_BENCH_PROVIDERS:-metaroce,rxe}"
 QPKTS=${METAROCE_BENCH_QUEUE_PKTS:-192}
 if [ "$QUICK" = 1 ]; then
@@ -1497,6 +1506,148 @@ T_START=$EPOCHREALTIME
 rc_dmesg_mark
 setup || exit 1
 status=0
+# --- scenario: NVMe over Fabrics (issue 45) -----------------------------------
+# An nvmet-rdma target (a file namespace in /dev/shm, buffered) on B's
+# init_net end and the kernel's nvme-rdma host on A's, as in
+# tests/vm/39-nvme-of.sh; kernel ULPs live in init_net, so both providers
+# use the rxe topology's wires, one at a time (the other's links are
+# removed: rdma_cm would pick either device for the address). Per
+# provider and condition (lossless, NVME_LOSS % random loss on both
+# directions; shaped as in loss): fio sequential 128 KiB writes, then
+# reads, libaio, O_DIRECT, iodepth 16, NVME_DUR s each.
+NVME_NQN=mrc-nvme-bench NVME_CFG=/sys/kernel/config/nvmet NVME_IMG=/dev/shm/mrc-nvme-bench.img
+NVME_CTRL='' NVME_DEV=''
+nvme_links() {
+	local want=$1 d
+	for d in rxe0 rxe1 mrcA mrcB; do rdma link del "$d" >/dev/null 2>&1; done
+	if [ "$want" = rxe ]; then
+		rxe_add rxe0 "$RXE_A_DEV" && rxe_add rxe1 "$RXE_B_DEV" || return
+		# rdma_cm finds a device by its GIDs, which fill after link add
+		wait_for 10 rxe_gid_index rxe0 "$RXE_A_IP" &&
+			wait_for 10 rxe_gid_index rxe1 "$RXE_B_IP"
+	else
+		rdma link add mrcA type metaroce netdev "$RXE_A_DEV" &&
+			rdma link add mrcB type metaroce netdev "$RXE_B_DEV"
+	fi
+}
+nvme_target() {
+	local c=$NVME_CFG
+	for m in nvmet nvmet-rdma nvme-rdma; do modprobe "$m" || return; done
+	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+	truncate -s 272M "$NVME_IMG" || return
+	mkdir "$c/subsystems/$NVME_NQN" "$c/subsystems/$NVME_NQN/namespaces/1" || return
+	echo 1 >"$c/subsystems/$NVME_NQN/attr_allow_any_host"
+	echo "$NVME_IMG" >"$c/subsystems/$NVME_NQN/namespaces/1/device_path"
+	echo 1 >"$c/subsystems/$NVME_NQN/namespaces/1/buffered_io"
+	echo 1 >"$c/subsystems/$NVME_NQN/namespaces/1/enable"
+}
+# the port listens on whichever device has the address now: after the
+# links change (a listener's device went away), so a new one
+nvme_port_up() {
+	local c=$NVME_CFG
+	mkdir "$c/ports/2" || return
+	echo rdma >"$c/ports/2/addr_trtype"
+	echo ipv4 >"$c/ports/2/addr_adrfam"
+	echo "$RXE_B_IP" >"$c/ports/2/addr_traddr"
+	echo 4420 >"$c/ports/2/addr_trsvcid"
+	ln -s "$c/subsystems/$NVME_NQN" "$c/ports/2/subsystems/$NVME_NQN"
+}
+nvme_port_down() {
+	rm -f "$NVME_CFG/ports/2/subsystems/$NVME_NQN" 2>/dev/null
+	rmdir "$NVME_CFG/ports/2" 2>/dev/null
+}
+nvme_untarget() {
+	local c=$NVME_CFG
+	nvme_port_down
+	echo 0 >"$c/subsystems/$NVME_NQN/namespaces/1/enable" 2>/dev/null
+	rmdir "$c/subsystems/$NVME_NQN/namespaces/1" "$c/subsystems/$NVME_NQN" 2>/dev/null
+	rm -f "$NVME_IMG"
+}
+# connect; sets NVME_CTRL and NVME_DEV (the namespace's block device)
+nvme_connect() {
+	local c b i
+	NVME_DEV=''
+	echo "transport=rdma,traddr=$RXE_B_IP,trsvcid=4420,nqn=$NVME_NQN,host_traddr=$RXE_A_IP" \
+		>/dev/nvme-fabrics || return
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$NVME_NQN" ] && NVME_CTRL=${c##*/}
+	done
+	[ -n "$NVME_CTRL" ] || return 1
+	for i in $(seq 50); do
+		for b in /dev/"$NVME_CTRL"n1 /sys/class/nvme/"$NVME_CTRL"/nvme*n1; do
+			b=/dev/${b##*/}
+			[ -b "$b" ] && { NVME_DEV=$b; return 0; }
+		done
+		bsleep 0.2
+	done
+	return 1
+}
+nvme_disconnect() {
+	[ -z "$NVME_CTRL" ] || echo 1 >"/sys/class/nvme/$NVME_CTRL/delete_controller" 2>/dev/null
+	NVME_CTRL=''
+}
+# nvme_fio DEV RW: one fio run; sets N_BW (bytes/s), N_LAT_P99 (us), N_ERR
+nvme_fio() {
+	local rc=0
+	N_BW='' N_LAT_P99='' N_ERR=''
+	timeout $((NVME_DUR + 60)) fio --name=bench --filename="$1" --rw="$2" --bs=128k \
+		--ioengine=libaio --iodepth=16 --direct=1 --size=256M --runtime="$NVME_DUR" \
+		--time_based --output-format=json --output=/tmp/bench_fio.json \
+		>/tmp/bench_fio.err 2>&1 || rc=$?
+	[ "$rc" = 0 ] || N_ERR="fio exit $rc: $(head -c 300 /tmp/bench_fio.err | tr -s '\n' ' ')"
+	read -r N_BW N_LAT_P99 < <(python3 - "$2" <<-'PY' 2>/dev/null
+		import json, sys
+		t = open("/tmp/bench_fio.json").read()
+		d = json.loads(t[t.find("{"):])["jobs"][0][sys.argv[1]]
+		p = d.get("clat_ns", {}).get("percentile", {}).get("99.000000")
+		print(d["bw_bytes"], round(p / 1000, 1) if p else "")
+	PY
+	)
+}
+scen_nvme() {
+	local prov cond rw qb pct c0 c1 errs
+	NVME_DUR=${METAROCE_BENCH_NVME_DUR:-$([ "$QUICK" = 1 ] && echo 8 || echo 15)}
+	pct=${METAROCE_BENCH_NVME_LOSS:-1}
+	command -v fio >/dev/null || { echo "bench: nvme needs fio (scripts/deps bench)" >&2; return 1; }
+	bench_topo 9000 || return
+	qb=$(qbytes)
+	nvme_target || { echo "bench: nvmet target set-up failed" >&2; nvme_untarget; return 1; }
+	for prov in "${PROVS[@]}"; do
+		say "nvme: fio over nvme-rdma on $prov, lossless and at $pct % loss both ways"
+		nvme_links "$prov" || { echo "bench: nvme: $prov links failed" >&2; continue; }
+		nvme_port_up || { echo "bench: nvme: the target port on $prov failed" >&2; continue; }
+		bench_prov rxe	# the init_net wires and their switch ports
+		for cond in 0 "$pct"; do
+			if [ "$cond" = 0 ]; then
+				bench_shape 100 "$qb" - -
+			else
+				bench_shape 100 "$qb" "loss ${cond}%" "loss ${cond}%"
+			fi
+			rc_dmesg_mark
+			nvme_connect || { echo "  $prov: connect failed"; nvme_disconnect; continue; }
+			for rw in write read; do
+				c0=$(bench_qstats)
+				nvme_fio "$NVME_DEV" "$rw"
+				c1=$(bench_qstats)
+				printf '  %-8s loss %s %%: %-5s %s MB/s, p99 %s us %s\n' "$prov" "$cond" "$rw" \
+					"$(python3 -c "print(round(${N_BW:-0} / 1e6, 2))")" "$N_LAT_P99" "$N_ERR"
+				bench_record "\"scen\":\"nvme\",\"prov\":\"$prov\",\"rw\":\"$rw\",\"loss_pct\":$(jnum "$cond"),\"mtu\":9000,\"rate_mbit\":100,\"bs\":131072,\"iodepth\":16,\"dur_s\":$NVME_DUR,\"bw_bytes\":$(jnum "$N_BW"),\"clat_p99_us\":$(jnum "$N_LAT_P99"),\"error\":$(jstr "$N_ERR"),\"qdisc_before\":$c0,\"qdisc\":$c1"
+			done
+			nvme_disconnect
+			errs=$(rc_dmesg_new | grep -a -i "nvme.*\(error\|reconnect\|timeout\|reset\)\|I/O error" | head -n 3)
+			[ -z "$errs" ] || echo "  $prov: kernel: $errs"
+		done
+		nvme_port_down
+	done
+	nvme_untarget
+	# the other scenarios expect rxe0/rxe1 on the init_net wires
+	nvme_links rxe
+	wait_for 10 rxe_gid_index rxe0 "$RXE_A_IP"
+	wait_for 10 rxe_gid_index rxe1 "$RXE_B_IP"
+	BENCH_RXE_GID_A=$(rxe_gid_index rxe0 "$RXE_A_IP")
+	BENCH_RXE_GID_B=$(rxe_gid_index rxe1 "$RXE_B_IP")
+}
+
 for s in ${SCENARIOS//,/ }; do
 	if ! declare -F "scen_$s" >/dev/null; then
 		echo "bench: unknown scenario '$s'" >&2

@@ -1049,6 +1049,46 @@ def plot_step(plt, runs, outdir, colors):
 
 
 # --- render ------------------------------------------------------------------
+def summarize_nvme(runs):
+    """Per provider, rw and loss: median bandwidth (MB/s) and p99 latency."""
+    out = {}
+    for r in runs:
+        k = out.setdefault(r["prov"], {}).setdefault(r["rw"], {}).setdefault(str(r["loss_pct"]), [])
+        k.append(r)
+    summ = {}
+    for prov, d in out.items():
+        for rw, byloss in d.items():
+            for loss, rs in byloss.items():
+                bw = [x["bw_bytes"] / 1e6 for x in rs if x.get("bw_bytes")]
+                p99 = [x["clat_p99_us"] for x in rs if x.get("clat_p99_us")]
+                summ.setdefault(prov, {}).setdefault(rw, {})[loss] = {
+                    "mb_s": median(bw) if bw else None, "p99_us": median(p99) if p99 else None,
+                    "errors": [x["error"] for x in rs if x.get("error")]}
+    return summ
+
+
+def nvme_rows(nv):
+    rows = []
+    losses = sorted({l for p in nv.values() for rw in p.values() for l in rw}, key=float)
+    scen = "NVMe-oF, fio 128 KiB, iodepth 16, MTU 9000, 100 Mbit/s"
+    for rw in ("write", "read"):
+        for loss in losses:
+            def cell(prov):
+                v = nv.get(prov, {}).get(rw, {}).get(loss)
+                if not v or v["mb_s"] is None:
+                    return "-" if not v else "failed"
+                base = nv.get(prov, {}).get(rw, {}).get("0", {}).get("mb_s")
+                txt = f"{v['mb_s']:.2f} MB/s"
+                if float(loss) and base:
+                    txt = f"{v['mb_s'] / base:.3f} ({txt})"
+                if v["p99_us"] is not None:
+                    txt += f", p99 {v['p99_us'] / 1000:.1f} ms"
+                return txt
+            case = f"{rw} " + ("lossless" if not float(loss) else f"{pct_label(float(loss))} on both dirs (ratio)")
+            rows.append([scen, case, cell("metaroce"), cell("rxe"), "-", "-"])
+    return rows
+
+
 def md_table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
@@ -1179,7 +1219,11 @@ def cmd_render(args):
     if by("step"):
         summary["step"] = summarize_step(by("step"))
         rows += step_rows(summary["step"])
-    known = {"loss", "ops", "ops_lat", "eff", "lat", "recov", "mp", "incast", "incast_ping", "prof", "perf", "step"}
+    if by("nvme"):
+        summary["nvme"] = summarize_nvme(by("nvme"))
+        rows += nvme_rows(summary["nvme"])
+    known = {"loss", "ops", "ops_lat", "eff", "lat", "recov", "mp", "incast", "incast_ping", "prof", "perf", "step",
+             "nvme"}
     other = sorted({r.get("scen") for r in runs} - known)
     targets = [r for r in rows if r[4] != "-"]
     summary["targets"] = {"total": len(targets), "pass": sum(1 for r in targets if "pass" in r[5]),
