@@ -7,7 +7,9 @@
 #   make check-debug  the VM suites on a KASAN/lockdep/UBSAN/kmemleak kernel
 #                   and on PREEMPT_RT, kernel reports counted (not in check)
 #   make demo       boot the test bed and show RDMA across a lossy link
-#   make bench      metaroce vs rxe benchmarks in the test bed (not in check)
+#   make bench      metaroce vs rxe benchmarks in the test bed, and the
+#                   engine's cost per packet natively on the host (not in
+#                   check; its behaviour checks are)
 #   make conformance  the conformance suite alone in the test bed, with its
 #                   report (tests/conformance/README.md; also in check)
 #   make conformance-mutations  each deliberate driver deviation turned on

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """make bench: results table and plots.
 
-  report.py build RECORDS.jsonl -o results.json [--host-meta K=V ...]
-      collect the guest's records (tests/bench/bench.sh) into results.json
+  report.py build RECORDS.jsonl... -o results.json [--host-meta K=V ...]
+      collect the guest's records (tests/bench/bench.sh) and the host's
+      (the engine scenario, tests/bench/engine) into results.json
   report.py render results.json
       compute the summary (targets, pass/miss), write results.md and the
       PNG plots next to results.json, and store the summary in it
@@ -27,32 +28,37 @@ LOSS_TARGETS = {0.1: 0.99, 1.0: 0.97, 5.0: 0.90, 10.0: 0.85}
 # --- build -------------------------------------------------------------------
 def cmd_build(args):
     meta, runs, times, end = {}, [], {}, {}
-    with open(args.records) as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                r = json.loads(line)
-            except ValueError as e:
-                print(f"report: {args.records}:{n}: bad record skipped ({e})", file=sys.stderr)
-                continue
-            t = r.pop("type", None)
-            if t == "meta":
-                meta.update(r)
-            elif t == "scenario_time":
-                times[r["scen"]] = r["seconds"]
-            elif t == "end":
-                end = r
-            else:
-                runs.append(r)
+    guest = False
+    for path in args.records:
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    r = json.loads(line)
+                except ValueError as e:
+                    print(f"report: {path}:{n}: bad record skipped ({e})", file=sys.stderr)
+                    continue
+                t = r.pop("type", None)
+                if t == "meta":
+                    meta.update(r)
+                    guest = True
+                elif t == "scenario_time":
+                    times[r["scen"]] = r["seconds"]
+                elif t == "end":
+                    end = r
+                else:
+                    runs.append(r)
     for kv in args.host_meta or []:
         k, _, v = kv.partition("=")
         meta["host_" + k if not k.startswith("host_") else k] = num_or_str(v)
     meta["scenario_seconds"] = times
     meta["guest_seconds"] = end.get("seconds")
     meta["kernel_warnings"] = end.get("kernel_warnings", "")
-    meta["complete"] = bool(end)
+    # no guest ran (the engine scenario alone): nothing to be incomplete
+    meta["guest"] = guest
+    meta["complete"] = bool(end) or not guest
     with open(args.output, "w") as f:
         json.dump({"meta": meta, "runs": runs}, f, indent=1)
         f.write("\n")
@@ -1048,6 +1054,70 @@ def plot_step(plt, runs, outdir, colors):
     return "step_cdf.png"
 
 
+# --- engine: cost per packet, natively on the host ------------------------------
+# issue 46: under 100 ns per packet, at each end of a flow
+ENGINE_TARGET_NS = 100.0
+ENGINE_CASES = ("lossless", "loss1", "reorder")
+
+
+def engine_cpu(runs):
+    r = runs[0]
+    return f"{r.get('cpu', '?')}, {r.get('cpu_id', '?')}, {r.get('cpu_mhz', '?')} MHz"
+
+
+def engine_order(runs):
+    return sorted(runs, key=lambda r: (ENGINE_CASES.index(r["case"]) if r.get("case") in ENGINE_CASES
+                                       else len(ENGINE_CASES), r.get("case", "")))
+
+
+def engine_rows(runs):
+    rows = []
+    for r in engine_order(runs):
+        snd, rcv = r.get("sender_ns_pkt"), r.get("receiver_ns_pkt")
+        ok = snd is not None and rcv is not None and max(snd, rcv) < ENGINE_TARGET_NS
+        res = verdict(ok, snd, rcv) if r.get("checks") == "ok" else "**MISS** (checks failed)"
+        rows.append([f"engine, native on the host ({r.get('cpu', '?')})",
+                     f"{r.get('desc', r.get('case'))}: ns per packet, sender / receiver "
+                     f"(median of {r.get('repeats', '?')} runs of {r.get('packets', '?')} PSNs)",
+                     f"{fmt(snd, 1)} / {fmt(rcv, 1)} ns (send {fmt(r.get('tx_ns_pkt'), 1)}, "
+                     f"{fmt(r.get('ack_ns'), 0)} per ACK x {fmt(r.get('acks_per_pkt'), 2)}; "
+                     f"{fmt(r.get('mpps_core'), 1)} Mpkt/s per core)",
+                     "-", f"< {ENGINE_TARGET_NS:g} ns each (issue 46)", res])
+    return rows
+
+
+def engine_md(runs, meta):
+    r0 = runs[0]
+    md = ["", "## Engine cost per packet, native (engine)", "",
+          f"The transport engine's sources (unchanged) in a driver-like harness (`tests/bench/engine`), on the "
+          f"host: {engine_cpu(runs)}, gcc -O2; host load average {meta.get('host_engine_load_start', '?')} at "
+          f"the start. One RC WRITE stream of 4 KiB segments at {r0.get('rate_pkt_us', '?')} packets per "
+          f"simulated us ({fmt(r0['rate_pkt_us'] * 4096 * 8 / 1000 if r0.get('rate_pkt_us') else None, 0)} "
+          f"Gbit/s), one-way delay {r0.get('owd_us', '?')} us, 16 entropies, the module's "
+          "default parameters. Each phase is timed with CLOCK_MONOTONIC, the clock read's own cost "
+          f"({r0.get('clock_ns', '?')} ns) taken off; an interval over 50 us + 5 us per packet counts as "
+          "interrupted (scheduler, hypervisor) and is left out with its packets. Figures are the median "
+          "of the runs (lowest in brackets); every run does the same work and checks it (every PSN "
+          "delivered once, no engine call refused, drops repaired by RACK).", ""]
+    rows = []
+    for r in engine_order(runs):
+        g = lambda k, nd=1: f"{fmt(r.get(k), nd)} ({fmt(r.get(k + '_min'), nd)})"
+        rows.append([r.get("case"), g("tx_ns_pkt"), g("ack_ns", 0), fmt(r.get("acks_per_pkt"), 3),
+                     g("sender_ns_pkt"), g("rx_ns_pkt"), g("both_ns_pkt"), fmt(r.get("mpps_core"), 2),
+                     f"{r.get('retx', '?')} / {r.get('drops', '?')} / {r.get('rack_marked', '?')} / "
+                     f"{r.get('tlps', '?')} / {r.get('rtos', '?')}",
+                     f"{r.get('interrupted', '?')} of {r.get('intervals', '?')}", r.get("checks", "?")])
+    md.append(md_table(["case", "send ns/pkt", "ns per ACK", "ACKs per pkt", "sender ns/pkt", "receive ns/pkt",
+                        "both ends ns/pkt", "Mpkt/s per core", "resent / dropped / RACK / probes / RTOs",
+                        "intervals interrupted", "checks"], rows))
+    md += ["", "send: the send path per packet sent (pacing, path pick, header, scoreboard, window); per ACK: "
+           "parse, SACK and RACK processing, path feedback, congestion window, credit, loss detection and the "
+           "timers; receive: parse, classify, credit, placement checks, accept, ACK coalescing and building, "
+           "per packet arrived. sender = send path + ACK work per PSN delivered, both ends = sender + "
+           "receiver; Mpkt/s per core = 1000 / the busier end. The target row judges the busier end."]
+    return md
+
+
 # --- render ------------------------------------------------------------------
 def summarize_nvme(runs):
     """Per provider, rw and loss: median bandwidth (MB/s) and p99 latency."""
@@ -1190,6 +1260,12 @@ def cmd_render(args):
     outdir = os.path.dirname(os.path.abspath(path))
     by = lambda s: [r for r in runs if r.get("scen") == s]
     summary, rows = {}, []
+    if by("engine"):
+        summary["engine"] = {r["case"]: {k: r.get(k) for k in ("sender_ns_pkt", "receiver_ns_pkt", "tx_ns_pkt",
+                                                               "ack_ns", "rx_ns_pkt", "both_ns_pkt", "mpps_core",
+                                                               "checks")}
+                             for r in by("engine")}
+        rows += engine_rows(by("engine"))
     if by("loss"):
         summary["loss"] = summarize_loss(by("loss"))
         rows += loss_rows(summary["loss"])
@@ -1222,8 +1298,8 @@ def cmd_render(args):
     if by("nvme"):
         summary["nvme"] = summarize_nvme(by("nvme"))
         rows += nvme_rows(summary["nvme"])
-    known = {"loss", "ops", "ops_lat", "eff", "lat", "recov", "mp", "incast", "incast_ping", "prof", "perf", "step",
-             "nvme"}
+    known = {"engine", "loss", "ops", "ops_lat", "eff", "lat", "recov", "mp", "incast", "incast_ping", "prof", "perf",
+             "step", "nvme"}
     other = sorted({r.get("scen") for r in runs} - known)
     targets = [r for r in rows if r[4] != "-"]
     summary["targets"] = {"total": len(targets), "pass": sum(1 for r in targets if "pass" in r[5]),
@@ -1242,16 +1318,22 @@ def cmd_render(args):
               f"{meta.get('host_seconds', '?')} s in total"
               + (" (**quick mode**)" if meta.get("quick") else "")
               + ("" if meta.get("complete", True) else " (**incomplete: the guest did not finish**)"))
-    md.append(f"- guest: kernel {meta.get('guest_kernel', '?')}, {meta.get('guest_cpus', '?')} vCPUs (QEMU TCG), "
-              f"TSC {meta.get('tsc_mhz', '?')} MHz, clocksource {meta.get('clocksource', 'hpet (not recorded)')}, "
-              f"perftest {meta.get('perftest', '?')}")
-    md.append(f"- host: {meta.get('host_cpus', '?')} CPUs shared with other work; load average during the run "
-              f"mean {meta.get('host_load_mean', '?')}, max {meta.get('host_load_max', '?')} "
-              f"(start {meta.get('host_load_start', '?')}, end {meta.get('host_load_end', '?')}); "
-              "the guest needs about 2 of them, so anything above ~2 slows it down")
-    md.append(f"- rdma_metaroce parameters: {mp}"
-              + (f" ({', '.join(f'{k}={v}' for k, v in sorted(meta.get('module_params', {}).items()))})"
-                 if meta.get("module_params") else ""))
+    guest = meta.get("guest", True)
+    if guest:
+        md.append(f"- guest: kernel {meta.get('guest_kernel', '?')}, {meta.get('guest_cpus', '?')} vCPUs (QEMU TCG), "
+                  f"TSC {meta.get('tsc_mhz', '?')} MHz, clocksource {meta.get('clocksource', 'hpet (not recorded)')}, "
+                  f"perftest {meta.get('perftest', '?')}")
+        md.append(f"- host: {meta.get('host_cpus', '?')} CPUs shared with other work; load average during the run "
+                  f"mean {meta.get('host_load_mean', '?')}, max {meta.get('host_load_max', '?')} "
+                  f"(start {meta.get('host_load_start', '?')}, end {meta.get('host_load_end', '?')}); "
+                  "the guest needs about 2 of them, so anything above ~2 slows it down")
+        md.append(f"- rdma_metaroce parameters: {mp}"
+                  + (f" ({', '.join(f'{k}={v}' for k, v in sorted(meta.get('module_params', {}).items()))})"
+                     if meta.get("module_params") else ""))
+    if by("engine"):
+        md.append(f"- engine scenario: natively on the host ({engine_cpu(by('engine'))}), "
+                  f"{meta.get('host_cpus', '?')} CPUs, load average {meta.get('host_engine_load_start', '?')} "
+                  "at its start; no guest" + (" ran meanwhile" if guest else " in this run"))
     if "loss" in summary or "eff" in summary:
         md.append(f"- goodput runs: perftest -D {meta.get('dur_s', '?')} -f {meta.get('margin_s', '?')}, goodput = "
                   f"iterations x 64 KiB / {meta.get('window_s', '?')} s; queue per shaped direction "
@@ -1264,11 +1346,12 @@ def cmd_render(args):
     md.append("")
     md.append(md_table(["scenario", "case", "metaroce", "rxe", "target", "result"], rows))
     md.append("")
-    md.append("Loss rows show goodput relative to the provider's own lossless goodput (mean of the lossless runs "
-              "of the configuration), with the goodput in Mbit/s; 1-p is the limit of perfect selective repeat. "
-              "Latency in microseconds from perftest's TSC cycles and the guest kernel's TSC frequency; "
-              "a run whose guest lost its CPUs to other work shows milliseconds, so the target is judged on "
-              "the least disturbed run of each provider (runs alternate between the providers).")
+    if guest:
+        md.append("Loss rows show goodput relative to the provider's own lossless goodput (mean of the lossless runs "
+                  "of the configuration), with the goodput in Mbit/s; 1-p is the limit of perfect selective repeat. "
+                  "Latency in microseconds from perftest's TSC cycles and the guest kernel's TSC frequency; "
+                  "a run whose guest lost its CPUs to other work shows milliseconds, so the target is judged on "
+                  "the least disturbed run of each provider (runs alternate between the providers).")
     if "loss" in summary:
         md += ["", "## Loss runs: what the wire dropped and what the transports did", "",
                "wire = bytes leaving the switch towards the receiver (headers and retransmissions included); "
@@ -1283,6 +1366,8 @@ def cmd_render(args):
             f"{p} " + " / ".join(fmt(x, 1) for x in c["lossless_runs"].get(p, [])) for p in PROVS)
             for c in summary["loss"]]
         md += ["", "Lossless runs (start / end, Mbit/s): " + "; ".join(base)]
+    if by("engine"):
+        md += engine_md(by("engine"), meta)
     if "ops" in summary or "ops_lat" in summary:
         md += ops_md(summary)
     if "recov" in summary:
@@ -1723,7 +1808,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build")
-    b.add_argument("records")
+    b.add_argument("records", nargs="+")
     b.add_argument("-o", "--output", required=True)
     b.add_argument("--host-meta", nargs="*")
     r = sub.add_parser("render")
