@@ -37,20 +37,19 @@
 #include <string.h>
 #include <time.h>
 
+#include "mrc_loop.h"
+
 #define MRLEN	16384
 #define WOFF	4096	/* the window: [WOFF, WOFF + WLEN) of the MR */
 #define WLEN	4096
 #define HELD	8	/* completions kept for a later wait_wc() */
 
 struct ctx {
-	struct ibv_context *ctx;
+	struct mrc_loop l;	/* device, GID, MTU */
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr, *nobind, *ro, *smr;
 	unsigned char *buf, *nbuf, *sbuf;
-	union ibv_gid gid;
-	int gidx;
-	enum ibv_mtu mtu;
 	struct ibv_qp *a, *b;	/* the current pair */
 	struct ibv_wc held[HELD];
 	unsigned int nheld;
@@ -70,50 +69,16 @@ static struct ibv_qp *make_qp(struct ctx *c)
 		.cap = { .max_send_wr = 8, .max_send_sge = 1,
 			 .max_recv_wr = 4, .max_recv_sge = 1 },
 	};
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ,
-	};
-	struct ibv_qp *qp = ibv_create_qp(c->pd, &ia);
 
-	if (qp && ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
-		ibv_destroy_qp(qp);
-		return NULL;
-	}
-	return qp;
+	return mrc_loop_qp(c->pd, &ia,
+			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 }
 
 static int connect_qp(struct ctx *c, struct ibv_qp *qp, uint32_t peer)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = c->mtu,
-		.dest_qp_num = peer, .rq_psn = 0x99, .max_dest_rd_atomic = 1,
-		.min_rnr_timer = 1,
-		.ah_attr = {
-			.is_global = 1, .port_num = 1,
-			.grh = { .dgid = c->gid, .sgid_index = c->gidx,
-				 .hop_limit = 64 },
-		},
-	};
+	const char *err = mrc_loop_rts(&c->l, qp, peer, 0x99, 7);
 
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return fail("RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0x99;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
-		return fail("RTS");
-	return 0;
+	return err ? fail(err) : 0;
 }
 
 /* a fresh pair A -> B; the old one is destroyed */
@@ -425,24 +390,14 @@ static int type1(struct ctx *c)
 	return ibv_dealloc_mw(mw) ? fail("dealloc_mw") : 0;
 }
 
-static int setup(struct ctx *c, const char *dev)
+static int setup(struct ctx *c, const char *dev, int gidx)
 {
-	struct ibv_device **list;
-	struct ibv_port_attr port;
-	int i, n;
+	const char *err = mrc_loop_open(&c->l, dev, gidx, IBV_MTU_1024);
 
-	list = ibv_get_device_list(&n);
-	for (i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
-			c->ctx = ibv_open_device(list[i]);
-	if (!c->ctx)
-		return fail("no such device");
-	if (ibv_query_port(c->ctx, 1, &port) ||
-	    ibv_query_gid(c->ctx, 1, c->gidx, &c->gid))
-		return fail("query port/gid");
-	c->mtu = port.active_mtu < IBV_MTU_1024 ? port.active_mtu : IBV_MTU_1024;
-	c->pd = ibv_alloc_pd(c->ctx);
-	c->cq = ibv_create_cq(c->ctx, 64, NULL, NULL, 0);
+	if (err)
+		return fail(err);
+	c->pd = ibv_alloc_pd(c->l.ctx);
+	c->cq = ibv_create_cq(c->l.ctx, 64, NULL, NULL, 0);
 	c->buf = aligned_alloc(4096, MRLEN);
 	c->nbuf = aligned_alloc(4096, 2 * MRLEN);
 	c->sbuf = calloc(1, WLEN);
@@ -465,8 +420,7 @@ int main(int argc, char **argv)
 
 	if (argc != 3)
 		return fail("usage: mrc_mw DEVICE GID_INDEX");
-	c.gidx = atoi(argv[2]);
-	if (setup(&c, argv[1]) || type2_basics(&c) || type2_invalidate(&c) ||
+	if (setup(&c, argv[1], atoi(argv[2])) || type2_basics(&c) || type2_invalidate(&c) ||
 	    bad_binds(&c) || type1(&c))
 		return 1;
 	errno = 0;

@@ -29,20 +29,19 @@
 #include <string.h>
 #include <time.h>
 
+#include "mrc_loop.h"
+
 #define N	256		/* receives posted to the SRQ */
 #define MSG	(64 * 1024)	/* bytes a SEND: 64 packets at MTU 1024 */
 #define PER	40		/* SENDs a round */
 
 struct ctx {
-	struct ibv_context *ctx;
+	struct mrc_loop l;	/* device, GID, MTU */
 	struct ibv_pd *pd;
 	struct ibv_cq *scq, *rcq;
 	struct ibv_srq *srq;
 	struct ibv_mr *rmr, *smr;
 	unsigned char *rbuf, *sbuf;
-	union ibv_gid gid;
-	int gidx;
-	enum ibv_mtu mtu;
 	unsigned char seen[N];	/* receive completed: 1 ok, 2 flushed */
 	unsigned int ok, flushed;
 	unsigned int cut;	/* rounds whose responder went mid-stream */
@@ -78,51 +77,17 @@ static struct ibv_qp *make_qp(struct ctx *c, bool on_srq)
 		.srq = on_srq ? c->srq : NULL,
 		.cap = { .max_send_wr = 2 * PER + N, .max_send_sge = 1 },
 	};
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-	};
-	struct ibv_qp *qp = ibv_create_qp(c->pd, &ia);
 
-	if (qp && ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
-		ibv_destroy_qp(qp);
-		return NULL;
-	}
-	return qp;
+	return mrc_loop_qp(c->pd, &ia, IBV_ACCESS_REMOTE_WRITE);
 }
 
 /* @qp to RTS towards @peer; @rnr_retry 0: an empty SRQ fails the SEND */
 static int connect_qp(struct ctx *c, struct ibv_qp *qp, uint32_t peer,
 		      int rnr_retry)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = c->mtu,
-		.dest_qp_num = peer, .rq_psn = 0x4242, .max_dest_rd_atomic = 1,
-		.min_rnr_timer = 1,
-		.ah_attr = {
-			.is_global = 1, .port_num = 1,
-			.grh = { .dgid = c->gid, .sgid_index = c->gidx,
-				 .hop_limit = 64 },
-		},
-	};
+	const char *err = mrc_loop_rts(&c->l, qp, peer, 0x4242, rnr_retry);
 
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return fail("RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0x4242;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = rnr_retry;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
-		return fail("RTS");
-	return 0;
+	return err ? fail(err) : 0;
 }
 
 static int post_sends(struct ctx *c, struct ibv_qp *qp, unsigned int first,
@@ -265,11 +230,11 @@ static int arm_limit(struct ctx *c, unsigned int limit)
 {
 	struct ibv_srq_attr a = { .srq_limit = limit };
 	struct ibv_async_event ev;
-	int fl = fcntl(c->ctx->async_fd, F_GETFL);
+	int fl = fcntl(c->l.ctx->async_fd, F_GETFL);
 
-	if (fl < 0 || fcntl(c->ctx->async_fd, F_SETFL, fl | O_NONBLOCK))
+	if (fl < 0 || fcntl(c->l.ctx->async_fd, F_SETFL, fl | O_NONBLOCK))
 		return fail("async_fd non-blocking");
-	while (!ibv_get_async_event(c->ctx, &ev)) {
+	while (!ibv_get_async_event(c->l.ctx, &ev)) {
 		bool lim = ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED;
 
 		ibv_ack_async_event(&ev);
@@ -284,14 +249,14 @@ static int arm_limit(struct ctx *c, unsigned int limit)
 /* wait up to @secs for the SRQ limit event: 1 if it came */
 static int limit_event(struct ctx *c, double secs)
 {
-	struct pollfd p = { .fd = c->ctx->async_fd, .events = POLLIN };
+	struct pollfd p = { .fd = c->l.ctx->async_fd, .events = POLLIN };
 	double end = now_s() + secs;
 	struct ibv_async_event ev;
 
 	while (now_s() < end) {
 		bool lim;
 
-		if (poll(&p, 1, 100) <= 0 || ibv_get_async_event(c->ctx, &ev))
+		if (poll(&p, 1, 100) <= 0 || ibv_get_async_event(c->l.ctx, &ev))
 			continue;
 		lim = ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
 		      ev.element.srq == c->srq;
@@ -348,27 +313,17 @@ static int drain(struct ctx *c)
 	return 0;
 }
 
-static int setup(struct ctx *c, const char *dev)
+static int setup(struct ctx *c, const char *dev, int gidx)
 {
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = N, .max_sge = 1 } };
-	struct ibv_device **list;
-	struct ibv_port_attr port;
+	const char *err = mrc_loop_open(&c->l, dev, gidx, 0);
 	unsigned int i;
-	int n;
 
-	list = ibv_get_device_list(&n);
-	for (i = 0; list && (int)i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
-			c->ctx = ibv_open_device(list[i]);
-	if (!c->ctx)
-		return fail("no such device");
-	if (ibv_query_port(c->ctx, 1, &port) ||
-	    ibv_query_gid(c->ctx, 1, c->gidx, &c->gid))
-		return fail("query port/gid");
-	c->mtu = port.active_mtu;
-	c->pd = ibv_alloc_pd(c->ctx);
-	c->scq = ibv_create_cq(c->ctx, 4 * N, NULL, NULL, 0);
-	c->rcq = ibv_create_cq(c->ctx, 4 * N, NULL, NULL, 0);
+	if (err)
+		return fail(err);
+	c->pd = ibv_alloc_pd(c->l.ctx);
+	c->scq = ibv_create_cq(c->l.ctx, 4 * N, NULL, NULL, 0);
+	c->rcq = ibv_create_cq(c->l.ctx, 4 * N, NULL, NULL, 0);
 	c->srq = c->pd ? ibv_create_srq(c->pd, &sa) : NULL;
 	c->rbuf = calloc(N, MSG);
 	c->sbuf = calloc(N, MSG);
@@ -401,11 +356,10 @@ int main(int argc, char **argv)
 
 	if (argc < 3 || argc > 4)
 		return fail("usage: mrc_srqgone DEVICE GID_INDEX [ROUNDS]");
-	c.gidx = atoi(argv[2]);
 	rounds = argc > 3 ? (unsigned int)atoi(argv[3]) : 4;
 	if (rounds * PER >= N)
 		return fail("too many rounds for the SRQ");
-	if (setup(&c, argv[1]))
+	if (setup(&c, argv[1], atoi(argv[2])))
 		return 1;
 	for (r = 0; r < rounds; r++)
 		if (round_gone(&c, r))

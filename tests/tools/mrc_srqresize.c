@@ -34,20 +34,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mrc_loop.h"
+
 #define MSG	3000	/* bytes a SEND: 3 packets at MTU 1024 */
 #define NBUF	200	/* receive slots */
 
 struct ctx {
-	struct ibv_context *ctx;
+	struct mrc_loop l;	/* device, GID, MTU */
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_srq *srq;
 	struct ibv_qp *req, *resp;
 	struct ibv_mr *rmr, *smr;
 	unsigned char *rbuf, *sbuf;
-	union ibv_gid gid;
-	int gidx;
-	enum ibv_mtu mtu;
 	unsigned int next_id;	/* wr_id of the next receive posted */
 	unsigned int done_id;	/* wr_id the next receive must complete */
 };
@@ -71,46 +70,15 @@ static struct ibv_qp *make_qp(struct ctx *c, bool on_srq)
 		.cap = { .max_send_wr = NBUF, .max_send_sge = 1,
 			 .max_recv_wr = on_srq ? 0 : 1, .max_recv_sge = 1 },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
-	struct ibv_qp *qp = ibv_create_qp(c->pd, &ia);
 
-	if (qp && ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
-		ibv_destroy_qp(qp);
-		return NULL;
-	}
-	return qp;
+	return mrc_loop_qp(c->pd, &ia, 0);
 }
 
 static int connect_qp(struct ctx *c, struct ibv_qp *qp, uint32_t peer)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = c->mtu,
-		.dest_qp_num = peer, .rq_psn = 0x77, .max_dest_rd_atomic = 1,
-		.min_rnr_timer = 1,
-		.ah_attr = {
-			.is_global = 1, .port_num = 1,
-			.grh = { .dgid = c->gid, .sgid_index = c->gidx,
-				 .hop_limit = 64 },
-		},
-	};
+	const char *err = mrc_loop_rts(&c->l, qp, peer, 0x77, 0);
 
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return fail("RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0x77;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 0;	/* a SEND finding the SRQ empty fails */
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
-		return fail("RTS");
-	return 0;
+	return err ? fail(err) : 0;
 }
 
 /* @n receives; every third one split over two entries if @two */
@@ -232,7 +200,7 @@ static int raw_resize(struct ctx *c, uint32_t max_wr, bool drv,
 	m.cmd.max_wr = max_wr;
 	if (drv)
 		m.drv = *d;
-	if (write(c->ctx->cmd_fd, &m, len) == (ssize_t)len)
+	if (write(c->l.ctx->cmd_fd, &m, len) == (ssize_t)len)
 		return 0;
 	return errno;
 }
@@ -273,25 +241,15 @@ static int hostile(struct ctx *c)
 	return 0;
 }
 
-static int setup(struct ctx *c, const char *dev)
+static int setup(struct ctx *c, const char *dev, int gidx)
 {
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
-	struct ibv_device **list;
-	struct ibv_port_attr port;
-	int i, n;
+	const char *err = mrc_loop_open(&c->l, dev, gidx, IBV_MTU_1024);
 
-	list = ibv_get_device_list(&n);
-	for (i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
-			c->ctx = ibv_open_device(list[i]);
-	if (!c->ctx)
-		return fail("no such device");
-	if (ibv_query_port(c->ctx, 1, &port) ||
-	    ibv_query_gid(c->ctx, 1, c->gidx, &c->gid))
-		return fail("query port/gid");
-	c->mtu = port.active_mtu < IBV_MTU_1024 ? port.active_mtu : IBV_MTU_1024;
-	c->pd = ibv_alloc_pd(c->ctx);
-	c->cq = ibv_create_cq(c->ctx, 4 * NBUF, NULL, NULL, 0);
+	if (err)
+		return fail(err);
+	c->pd = ibv_alloc_pd(c->l.ctx);
+	c->cq = ibv_create_cq(c->l.ctx, 4 * NBUF, NULL, NULL, 0);
 	c->srq = c->pd ? ibv_create_srq(c->pd, &sa) : NULL;
 	c->rbuf = calloc(NBUF, MSG);
 	c->sbuf = calloc(NBUF, MSG);
@@ -319,8 +277,7 @@ int main(int argc, char **argv)
 
 	if (argc != 3)
 		return fail("usage: mrc_srqresize DEVICE GID_INDEX");
-	c.gidx = atoi(argv[2]);
-	if (setup(&c, argv[1]))
+	if (setup(&c, argv[1], atoi(argv[2])))
 		return 1;
 	if (ibv_query_srq(c.srq, &a))
 		return fail("query_srq");
