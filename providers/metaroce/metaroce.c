@@ -1692,8 +1692,13 @@ static int metaroce_resize_srq(struct metaroce_srq *srq,
 	int ret;
 
 	cmd.map_addr = (uintptr_t)&map;
-	cmd.max_sge = attr->max_sge;
 	pthread_spin_lock(&srq->rq.lock);
+	/*
+	 * ibv_modify_srq(3) calls max_sge irrelevant: a larger one grows the
+	 * slots (up to max_srq_sge), anything else keeps them.
+	 */
+	if (attr->max_sge > srq->rq.max_sge)
+		cmd.max_sge = attr->max_sge;
 	ret = ibv_cmd_modify_srq(&srq->vsrq.srq, attr, attr_mask,
 				 &cmd.ibv_cmd, sizeof(cmd));
 	if (ret)
@@ -1711,8 +1716,8 @@ static int metaroce_resize_srq(struct metaroce_srq *srq,
 	srq->rq.slots = nq.slots;
 	srq->rq.depth = nq.depth;
 	srq->rq.stride = nq.stride;
-	if (attr->max_sge)
-		srq->rq.max_sge = min_t(uint32_t, attr->max_sge,
+	if (cmd.max_sge)
+		srq->rq.max_sge = min_t(uint32_t, cmd.max_sge,
 					ring_sge_room(&srq->rq,
 						      sizeof(struct metaroce_recv_wqe)));
 out:

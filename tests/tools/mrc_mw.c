@@ -13,14 +13,17 @@
  *     WRITE lands byte for byte, A's READ returns it; the MR cannot be
  *     deregistered while the window is bound (EBUSY); a WRITE one byte
  *     past the window fails with a remote access error.
- *  2. That window through another pair's responder: remote access error.
+ *  2. That window through another pair's responder: remote access error;
+ *     destroying the QP a window was bound through unbinds it (its MR
+ *     deregisters).
  *  3. A second bind of a bound type 2 window: IBV_WC_MW_BIND_ERR.
  *  4. LOCAL_INV through B, then A's WRITE: remote access error.
  *  5. SEND_WITH_INV of the window's key from A: B's receive reports the
  *     key invalidated, then A's WRITE: remote access error.
  *  6. Binds that must fail with IBV_WC_MW_BIND_ERR: an MR without
  *     IBV_ACCESS_MW_BIND, a range past the MR's end, a remote write on
- *     an MR without local write, a zero-based window.
+ *     an MR without local write, a zero-based window, a bind that keeps
+ *     the window's key.
  *  7. A type 1 window (ibv_bind_mw): A's WRITE lands; bound again with
  *     length 0 it grants nothing.
  *  8. A window's key as a local SGE key: local protection error.
@@ -171,15 +174,15 @@ static int rdma(struct ctx *c, enum ibv_wr_opcode op, uint32_t rkey,
 }
 
 /* a type 2 bind through @qp; the completion's status (opcode checked) */
-static int bind2(struct ctx *c, struct ibv_qp *qp, struct ibv_mw *mw,
-		 struct ibv_mr *mr, uint64_t addr, uint64_t len,
-		 unsigned int access, enum ibv_wc_status *st)
+static int bind2k(struct ctx *c, struct ibv_qp *qp, struct ibv_mw *mw,
+		  struct ibv_mr *mr, uint64_t addr, uint64_t len,
+		  unsigned int access, bool same_key, enum ibv_wc_status *st)
 {
 	struct ibv_send_wr wr = { .opcode = IBV_WR_BIND_MW };
 	struct ibv_wc wc;
 
 	wr.bind_mw.mw = mw;
-	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.rkey = same_key ? mw->rkey : ibv_inc_rkey(mw->rkey);
 	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
 		.mr = mr, .addr = addr, .length = len,
 		.mw_access_flags = access,
@@ -193,6 +196,13 @@ static int bind2(struct ctx *c, struct ibv_qp *qp, struct ibv_mw *mw,
 		mw->rkey = wr.bind_mw.rkey;
 	}
 	return 0;
+}
+
+static int bind2(struct ctx *c, struct ibv_qp *qp, struct ibv_mw *mw,
+		 struct ibv_mr *mr, uint64_t addr, uint64_t len,
+		 unsigned int access, enum ibv_wc_status *st)
+{
+	return bind2k(c, qp, mw, mr, addr, len, access, false, st);
 }
 
 static int expect(enum ibv_wc_status got, enum ibv_wc_status want,
@@ -210,6 +220,7 @@ static int expect(enum ibv_wc_status got, enum ibv_wc_status want,
 /* 1-3: a type 2 window through B; through another QP; bound twice */
 static int type2_basics(struct ctx *c)
 {
+	struct ibv_mr *tmp;
 	enum ibv_wc_status st;
 	struct ibv_mw *mw = ibv_alloc_mw(c->pd, IBV_MW_TYPE_2);
 	uint32_t i;
@@ -240,6 +251,23 @@ static int type2_basics(struct ctx *c)
 		expect(st, IBV_WC_REM_ACCESS_ERR, "2: WRITE through another QP"));
 	if (ibv_dealloc_mw(mw))
 		return fail("dealloc_mw of a bound window");
+
+	/* 2: destroying the QP a window was bound through unbinds it */
+	mw = ibv_alloc_mw(c->pd, IBV_MW_TYPE_2);
+	tmp = ibv_reg_mr(c->pd, c->nbuf, MRLEN, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_MW_BIND);
+	if (!mw || !tmp)
+		return fail("alloc_mw, reg_mr");
+	STEP(c, new_pair(c));	/* the access error took the last one down */
+	STEP(c, bind2(c, c->b, mw, tmp, (uintptr_t)c->nbuf, WLEN,
+		      IBV_ACCESS_REMOTE_WRITE, &st) ||
+		expect(st, IBV_WC_SUCCESS, "2: bind"));
+	STEP(c, new_pair(c));
+	if (ibv_dereg_mr(tmp))
+		return fail("2: the window's QP is gone, yet its MR is busy");
+	c->steps++;
+	if (ibv_dealloc_mw(mw))
+		return fail("dealloc_mw");
 
 	mw = ibv_alloc_mw(c->pd, IBV_MW_TYPE_2);
 	if (!mw)
@@ -307,7 +335,8 @@ static int bad_binds(struct ctx *c)
 {
 	static const struct {
 		const char *what;
-		int mr;		/* 0 target, 1 no MW_BIND, 2 no LOCAL_WRITE */
+		int mr;		/* 0 target, 1 no MW_BIND, 2 no LOCAL_WRITE,
+				 * 3 target with the key unchanged */
 		uint64_t off, len;
 		unsigned int access;
 	} t[] = {
@@ -315,9 +344,10 @@ static int bad_binds(struct ctx *c)
 		{ "a range past the MR's end", 0, MRLEN - 8, 16, IBV_ACCESS_REMOTE_READ },
 		{ "a remote write on an MR without local write", 2, 0, WLEN, IBV_ACCESS_REMOTE_WRITE },
 		{ "a zero-based window", 0, 0, WLEN, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ZERO_BASED },
+		{ "the window's own key", 3, 0, WLEN, IBV_ACCESS_REMOTE_READ },
 	};
-	struct ibv_mr *mrs[3] = { c->mr, c->nobind, c->ro };
-	unsigned char *bufs[3] = { c->buf, c->nbuf, c->nbuf + MRLEN };
+	struct ibv_mr *mrs[4] = { c->mr, c->nobind, c->ro, c->mr };
+	unsigned char *bufs[4] = { c->buf, c->nbuf, c->nbuf + MRLEN, c->buf };
 	enum ibv_wc_status st;
 	struct ibv_mw *mw;
 	unsigned int i;
@@ -327,9 +357,9 @@ static int bad_binds(struct ctx *c)
 		if (!mw)
 			return fail("alloc_mw type 2");
 		STEP(c, new_pair(c));
-		if (bind2(c, c->b, mw, mrs[t[i].mr],
-			  (uintptr_t)bufs[t[i].mr] + t[i].off, t[i].len,
-			  t[i].access, &st))
+		if (bind2k(c, c->b, mw, mrs[t[i].mr],
+			   (uintptr_t)bufs[t[i].mr] + t[i].off, t[i].len,
+			   t[i].access, t[i].mr == 3, &st))
 			return 1;
 		if (st != IBV_WC_MW_BIND_ERR) {
 			fprintf(stderr, "mw: 6: a bind on %s: %s\n", t[i].what,
@@ -430,7 +460,7 @@ int main(int argc, char **argv)
 	ibv_destroy_qp(c.b);
 	if (ibv_dereg_mr(c.mr))
 		return fail("9: the MR does not deregister once its windows are gone");
-	printf("mw: ok (%u checks over %u QP pairs: windows carry WRITEs (type 2 also a READ) byte for byte; past the window, through another QP, after LOCAL_INV, SEND_WITH_INV or a zero-length bind: remote access error; 5 bad binds MW_BIND_ERR; a window key as lkey: local protection error; MR busy while bound)\n",
+	printf("mw: ok (%u checks over %u QP pairs: windows carry WRITEs (type 2 also a READ) byte for byte; past the window, through another QP, after LOCAL_INV, SEND_WITH_INV or a zero-length bind: remote access error; 6 bad binds MW_BIND_ERR, a window unbound with its QP; a window key as lkey: local protection error; MR busy while bound)\n",
 	       c.steps, c.pairs);
 	return 0;
 }

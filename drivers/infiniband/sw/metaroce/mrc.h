@@ -209,6 +209,7 @@ struct mrc_dev {
 	struct xarray qpn_xa;		/* QPN -> struct mrc_qp_handle */
 	struct xarray mr_xa;		/* key index -> struct mrc_mr */
 	spinlock_t mw_lock;		/* every MR's mw_binds and dead */
+	atomic_t mw2_bound;		/* type 2 windows bound to a QP */
 	spinlock_t key_lock;		/* the counters below */
 	struct xarray srq_xa;
 	u32 next_srq;
@@ -410,7 +411,10 @@ struct mrc_mr {
 	refcount_t ref;
 	struct completion done;
 	struct rcu_head rcu;		/* lookups may still read a dead MR */
-	/* a user MR: windows may be bound to it (mdev->mw_lock) */
+	/*
+	 * A user MR: windows may be bound to it (mdev->mw_lock).  A window's
+	 * @dead (freed: no new binding) is under its @lock instead.
+	 */
 	bool mw_bind;			/* IB_ACCESS_MW_BIND */
 	bool dead;			/* deregistering: no new binds */
 	u32 mw_binds;			/* windows bound to it now */
@@ -774,6 +778,7 @@ int mrc_mr_invalidate(struct mrc_dev *mdev, struct mrc_pd *pd, u32 key,
 		      u32 qpn);
 int mrc_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int mrc_dealloc_mw(struct ib_mw *ibmw);
+void mrc_mw_qp_gone(struct mrc_dev *mdev, u32 qpn);
 int mrc_mw_bind(struct mrc_dev *mdev, struct mrc_pd *pd, u32 qpn,
 		const struct metaroce_send_wqe *w);
 int mrc_mr_access(struct mrc_mr *mr, u32 key, u64 va, u64 len, u32 need,

@@ -387,6 +387,8 @@ static void mrc_mw_unbind(struct mrc_mr *win)
 	struct mrc_dev *mdev = win->mdev;
 	struct mrc_mr *mr = win->mw_mr;
 
+	if (win->mw_qpn)
+		atomic_dec(&win->mdev->mw2_bound);
 	win->valid = false;
 	win->mw_qpn = 0;
 	if (!mr)
@@ -496,6 +498,8 @@ static void mrc_mw_set(struct mrc_mr *win, struct mrc_mr *mr, u64 addr,
 	win->region.length = len;
 	win->region.access = mrc_access_to_mrc(access) & ~MRC_ACC_LOCAL_WRITE;
 	win->mw_qpn = win->mw_type == IB_MW_TYPE_2 ? qpn : 0;
+	if (win->mw_qpn)
+		atomic_inc(&win->mdev->mw2_bound);
 	WRITE_ONCE(win->key, key);
 	win->valid = true;
 }
@@ -539,8 +543,14 @@ int mrc_mw_bind(struct mrc_dev *mdev, struct mrc_pd *pd, u32 qpn,
 		}
 	}
 	spin_lock_irqsave(&win->lock, flags);
-	if (win->mw_type == IB_MW_TYPE_2 && win->valid) {
-		err = -EINVAL;	/* invalidate it first */
+	/*
+	 * A new key for every binding: an access that started under the
+	 * old one fails its key check (under this lock) instead of reaching
+	 * the new range, or a type 2 window's new QP.
+	 */
+	if (win->dead || w->rkey == win->key ||
+	    (win->mw_type == IB_MW_TYPE_2 && win->valid)) {
+		err = -EINVAL;	/* freed, same key, or not invalidated */
 	} else {
 		mrc_mw_unbind(win);
 		if (mr)
@@ -560,6 +570,34 @@ int mrc_mw_bind(struct mrc_dev *mdev, struct mrc_pd *pd, u32 qpn,
 out:
 	mrc_mr_put(win);
 	return err;
+}
+
+/**
+ * mrc_mw_qp_gone() - unbind the type 2 windows bound through a QP.
+ * @mdev: device.
+ * @qpn: the QP, being destroyed: no invalidation can come through it any
+ *	more, and its number may be reused.
+ */
+void mrc_mw_qp_gone(struct mrc_dev *mdev, u32 qpn)
+{
+	struct mrc_mr *win;
+	unsigned long idx, flags;
+
+	if (!atomic_read(&mdev->mw2_bound))
+		return;
+	/* entries are freed after a grace period (kfree_rcu) */
+	rcu_read_lock();
+	xa_for_each(&mdev->mr_xa, idx, win) {
+		if (win->type != MRC_MR_MW || READ_ONCE(win->mw_qpn) != qpn ||
+		    !refcount_inc_not_zero(&win->ref))
+			continue;
+		spin_lock_irqsave(&win->lock, flags);
+		if (win->mw_qpn == qpn)
+			mrc_mw_unbind(win);
+		spin_unlock_irqrestore(&win->lock, flags);
+		mrc_mr_put(win);
+	}
+	rcu_read_unlock();
 }
 
 /**
@@ -604,10 +642,12 @@ int mrc_dealloc_mw(struct ib_mw *ibmw)
 	struct mrc_mr *win = to_mmw(ibmw)->win;
 	unsigned long flags;
 
-	xa_erase(&win->mdev->mr_xa, win->key >> 8);
+	/* a bind already past its lookup must not bind it again */
 	spin_lock_irqsave(&win->lock, flags);
+	win->dead = true;
 	mrc_mw_unbind(win);
 	spin_unlock_irqrestore(&win->lock, flags);
+	xa_erase(&win->mdev->mr_xa, win->key >> 8);
 	/* wait for packets that are copying through it */
 	mrc_mr_put(win);
 	wait_for_completion(&win->done);

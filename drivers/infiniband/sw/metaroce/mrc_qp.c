@@ -742,6 +742,8 @@ int mrc_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	mutex_unlock(&qp->state_mutex);
 
 	mrc_qp_unpublish(qp, ibqp->qp_num);
+	/* no request reaches it now: its type 2 windows go */
+	mrc_mw_qp_gone(mdev, ibqp->qp_num);
 	hrtimer_cancel(&qp->tx_timer);
 	hrtimer_cancel(&qp->ack_timer);
 	cancel_work_sync(&qp->send_work);
@@ -1082,8 +1084,8 @@ static int mrc_srq_swap(struct mrc_srq *srq, struct mrc_ring *nr,
 		return -EINVAL;
 	prod = mrc_ring_load(&srq->ring.hdr->prod);
 	n = prod - srq->cons;
-	/* a bad producer index, or more posted than the new ring holds */
-	if (n > srq->ring.depth || n > nr->depth - 1)
+	/* a bad producer index, or more posted than the new size */
+	if (n > srq->ring.depth || n > max_wr)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		w = mrc_ring_slot(&srq->ring, srq->cons + i);
@@ -1134,44 +1136,38 @@ static int mrc_srq_resize(struct mrc_srq *srq, u32 max_wr,
 	struct metaroce_modify_srq cmd = {};
 	u32 max_sge = srq->max_sge, depth, stride;
 	struct mrc_ring nr, old;
-	unsigned long flags;
 	int err;
 
+	/*
+	 * Kernel SRQs are posted to from any context: moving their WQEs
+	 * would need IRQs off for a long copy.  No kernel ULP resizes.
+	 */
+	if (!udata || !srq->is_user)
+		return -EOPNOTSUPP;
 	if (!max_wr || max_wr > MRC_MAX_SRQ_WR)
 		return -EINVAL;
-	if (udata) {
-		/* a provider that cannot map a new ring sends no address */
-		if (udata->inlen < sizeof(cmd))
-			return -EOPNOTSUPP;
-		err = ib_copy_from_udata(&cmd, udata, sizeof(cmd));
-		if (err)
-			return err;
-		if (cmd.reserved || !cmd.map_addr || cmd.max_sge > MRC_MAX_SGE)
-			return -EINVAL;
-		if (cmd.max_sge)
-			max_sge = cmd.max_sge;
-	}
+	/* a provider that cannot map a new ring sends no address */
+	if (udata->inlen < sizeof(cmd) ||
+	    !ib_is_udata_cleared(udata, sizeof(cmd), udata->inlen - sizeof(cmd)))
+		return -EOPNOTSUPP;
+	err = ib_copy_from_udata(&cmd, udata, sizeof(cmd));
+	if (err)
+		return err;
+	if (cmd.reserved || !cmd.map_addr || cmd.max_sge > MRC_MAX_SGE)
+		return -EINVAL;
+	if (cmd.max_sge)
+		max_sge = cmd.max_sge;
 	mrc_srq_geometry(max_wr, max_sge, &depth, &stride);
 	err = mrc_ring_alloc(mdev, &nr, depth, stride, udata);
 	if (err)
 		return err;
-	if (udata) {
-		err = mrc_srq_resize_map(srq, &nr, cmd.map_addr);
-		if (err)
-			goto err_ring;
-	}
-	/* kernel posters write the ring under post_lock, users their own */
-	if (srq->is_user) {
-		spin_lock_bh(&srq->lock);
-		err = mrc_srq_swap(srq, &nr, &old, max_wr, max_sge);
-		spin_unlock_bh(&srq->lock);
-	} else {
-		spin_lock_irqsave(&srq->post_lock, flags);
-		spin_lock(&srq->lock);
-		err = mrc_srq_swap(srq, &nr, &old, max_wr, max_sge);
-		spin_unlock(&srq->lock);
-		spin_unlock_irqrestore(&srq->post_lock, flags);
-	}
+	err = mrc_srq_resize_map(srq, &nr, cmd.map_addr);
+	if (err)
+		goto err_ring;
+	/* the provider does not post meanwhile: it holds its ring lock */
+	spin_lock_bh(&srq->lock);
+	err = mrc_srq_swap(srq, &nr, &old, max_wr, max_sge);
+	spin_unlock_bh(&srq->lock);
 	if (err)
 		goto err_ring;
 	/* the provider unmaps the old ring; its pages live until then */
